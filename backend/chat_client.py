@@ -1,0 +1,131 @@
+"""Streams one chat completion from the OpenAI-compatible server and turns failures into our errors.
+
+`stream_chat()` yields `Delta`s: reasoning text (from `delta.reasoning`, `delta.reasoning_content`
+or inline `<think>` tags), answer text, and at the end the finish reason and token usage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import openai
+
+from backend.errors import BackendBusy, BackendRejected, BackendTimeout, BackendUnavailable, PromptTooLong
+from backend.reasoning import ThinkTagParser
+from backend.retry_policy import open_stream_retrying
+from backend.settings import Settings
+
+
+@dataclass
+class Delta:
+    reasoning: str = ""
+    answer: str = ""
+    finish_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+def make_client(settings: Settings, *, api_key: str) -> openai.AsyncOpenAI:
+    timeout = httpx.Timeout(settings.request_timeout, connect=settings.connect_timeout)
+    return openai.AsyncOpenAI(base_url=f"{settings.server_url}/v1", api_key=api_key or "none",
+                              timeout=timeout, max_retries=0)
+
+
+def translate(exc: BaseException, settings: Settings) -> Exception:
+    """Map openai/httpx/asyncio failures onto the errors a user can act on."""
+    if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError)):
+        return BackendTimeout("The model server took too long to answer and the request was cut off. "
+                              "It may be overloaded: try again in a moment, or ask for a shorter answer.")
+    if isinstance(exc, openai.APIConnectionError):
+        return BackendUnavailable("The model server cannot be reached right now (it may be starting or "
+                                  "restarting). Your message is kept: send it again in a moment.")
+    if isinstance(exc, openai.APIStatusError):
+        text = _error_text(exc)
+        if exc.status_code == 400 and ("context length" in text or "maximum" in text and "token" in text):
+            return PromptTooLong(f"This conversation is too long for the model's context "
+                                 f"({settings.max_model_len} tokens). Start a new chat or shorten the message.")
+        if exc.status_code == 429 or exc.status_code >= 500:
+            return BackendBusy(f"The model server is busy or failing (HTTP {exc.status_code}) even after "
+                               f"{settings.max_retries} retries. Try again in a minute.")
+        if exc.status_code in (401, 403):
+            return BackendRejected("The model server refused our API key. Check RCHAT_API_KEY matches the server's key.")
+        return BackendRejected(f"The model server rejected the request (HTTP {exc.status_code}): {text[:300]}")
+    return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+
+
+def _error_text(exc: openai.APIStatusError) -> str:
+    body: Any = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            return str(inner.get("message", inner))
+        return str(body.get("message", inner))
+    return str(exc.message)
+
+
+def _reasoning_field(delta: Any) -> str:
+    """vLLM streams reasoning as `reasoning` (newer) or `reasoning_content` (older): read both."""
+    for name in ("reasoning", "reasoning_content"):
+        value = getattr(delta, name, None)
+        if value is None and getattr(delta, "model_extra", None):
+            value = delta.model_extra.get(name)
+        if value:
+            return value
+    return ""
+
+
+async def _open(client: openai.AsyncOpenAI, settings: Settings, request: dict[str, Any]):
+    async for attempt in open_stream_retrying(max_retries=settings.max_retries):
+        with attempt:
+            return await client.chat.completions.create(**request)
+
+
+async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: dict[str, Any], *,
+                      starts_in_reasoning: bool = False) -> AsyncIterator[Delta]:
+    """Yield Deltas for one completion; raise only errors from backend.errors."""
+    request = {**request, "stream": True, "stream_options": {"include_usage": True}}
+    parser = ThinkTagParser(starts_in_reasoning=starts_in_reasoning)
+    try:
+        stream = await _open(client, settings, request)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one of ours
+        raise translate(exc, settings) from exc
+    try:
+        chunks = aiter(stream)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.request_timeout
+        wait = settings.first_token_timeout  # then idle_timeout between chunks
+        while True:
+            wait = min(wait, deadline - loop.time())
+            try:
+                chunk = await asyncio.wait_for(anext(chunks), timeout=max(wait, 0.001))
+            except StopAsyncIteration:
+                break
+            wait = settings.idle_timeout
+            for delta in _deltas(chunk, parser):
+                yield delta
+        for seg in parser.finish():
+            yield Delta(**{seg.kind: seg.text})
+    except (openai.OpenAIError, httpx.HTTPError, asyncio.TimeoutError) as exc:
+        raise translate(exc, settings) from exc
+    finally:
+        await stream.close()  # closing the HTTP response is what makes vLLM abort the request
+
+
+def _deltas(chunk: Any, parser: ThinkTagParser) -> list[Delta]:
+    out: list[Delta] = []
+    if chunk.usage:
+        out.append(Delta(usage={"prompt_tokens": chunk.usage.prompt_tokens,
+                                "completion_tokens": chunk.usage.completion_tokens}))
+    for choice in chunk.choices or []:
+        reasoning = _reasoning_field(choice.delta)
+        if reasoning:
+            out.append(Delta(reasoning=reasoning))
+        if choice.delta.content:
+            out.extend(Delta(**{seg.kind: seg.text}) for seg in parser.feed(choice.delta.content))
+        if choice.finish_reason:
+            out.extend(Delta(**{seg.kind: seg.text}) for seg in parser.finish())
+            out.append(Delta(finish_reason=choice.finish_reason))
+    return out

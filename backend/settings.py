@@ -1,0 +1,169 @@
+"""Every setting of the app, typed and validated once, read from the environment and `.env`.
+
+This is the only module that reads configuration from the environment. Each field is documented
+here and in `.env.example`; the environment variable is the field name in capitals with the
+prefix `RCHAT_` (a prefix, because names like `VLLM_PORT` already mean something to vLLM itself).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+ENV_PREFIX = "RCHAT_"
+EMBEDDED_MODEL_DIR = PROJECT_ROOT / ".cache" / "models" / "smollm2-135m-instruct"
+EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
+
+# The quantization methods vLLM accepts for `--quantization` (a stable subset; others via extra args).
+QUANTIZATIONS = (
+    "awq", "awq_marlin", "gptq", "gptq_marlin", "fp8", "bitsandbytes", "compressed-tensors",
+    "gguf", "marlin", "modelopt", "experts_int8", "fbgemm_fp8", "mxfp4", "torchao",
+)
+
+
+class SettingsError(ValueError):
+    """A setting has a value we cannot use; `str()` is one line naming key, value and what is allowed."""
+
+
+class Settings(BaseSettings):
+    """The whole configuration. Defaults suit the machine: see `resolved_*` helpers for the automatic ones."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_file=PROJECT_ROOT / ".env", env_file_encoding="utf-8",
+        extra="ignore", validate_default=True,
+    )
+
+    # --- the model ---
+    model: str = Field("", description="Local model directory or name; empty = the embedded SmolLM2-135M.")
+    served_model_name: str = Field("", description="Name the API serves the model under; empty = derived from the model.")
+    # --- where vLLM runs ---
+    base_url: str = Field("", description="URL of an existing OpenAI-compatible server (external mode); empty = launch vLLM.")
+    vllm_host: str = Field("127.0.0.1", description="Interface vLLM listens on: loopback only by default.")
+    vllm_port: int = Field(8000, ge=1, le=65535, description="Port vLLM listens on.")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto = cuda when nvidia-smi sees a GPU.")
+    vllm_python: str = Field("", description="Python of an existing vLLM installation; empty = the project's own venv.")
+    # --- vLLM tuning flags; empty = vLLM's default, or the machine's default where noted ---
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="Share of GPU memory vLLM may take (0-1].")
+    max_model_len: int | None = Field(4096, ge=16, description="Longest prompt + answer in tokens.")
+    max_num_seqs: int | None = Field(None, ge=1, description="Most sequences decoded at once.")
+    max_num_batched_tokens: int | None = Field(None, ge=16, description="Token budget of one scheduler step.")
+    block_size: int | None = Field(None, ge=1, description="KV-cache block size in tokens.")
+    enable_prefix_caching: bool | None = Field(None, description="Reuse KV cache across requests sharing a prefix.")
+    quantization: str | None = Field(None, description="Quantization method, one of QUANTIZATIONS.")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer slices.")
+    pipeline_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer stages.")
+    data_parallel_size: int = Field(1, ge=1, description="Model copies, one per GPU group.")
+    enforce_eager: bool | None = Field(None, description="Skip torch.compile/CUDA graphs; empty = on for CPU, off for GPU.")
+    cpu_kvcache_space_gib: int = Field(1, ge=1, description="KV-cache size on CPU, GiB (VLLM_CPU_KVCACHE_SPACE).")
+    reasoning_parser: str = Field("", description="vLLM --reasoning-parser (e.g. qwen3, deepseek_r1); empty = none.")
+    chat_template: str = Field("", description="Path of a chat template to use instead of the model's.")
+    vllm_extra_args: str = Field("", description="Any other vLLM flags, shell-quoted, appended as they are.")
+    api_key: SecretStr = Field(SecretStr(""), description="Key vLLM demands; empty = a new random key per run.")
+    startup_timeout: float = Field(600.0, gt=0, description="Seconds to wait for /health before giving up.")
+    log_dir: Path = Field(PROJECT_ROOT / ".cache" / "logs", description="Where the server and UI logs go.")
+    max_restarts: int = Field(3, ge=0, le=100, description="Restarts of a crashed vLLM within restart_window.")
+    restart_window: float = Field(600.0, gt=0, description="Seconds over which crashes are counted.")
+    # --- the UI ---
+    ui_host: str = Field("127.0.0.1", description="Interface the chat page listens on (0.0.0.0 for a LAN).")
+    ui_port: int = Field(7860, ge=1, le=65535, description="Port of the chat page.")
+    # --- the client ---
+    connect_timeout: float = Field(5.0, gt=0, description="Seconds to open a connection to the server.")
+    first_token_timeout: float = Field(60.0, gt=0, description="Seconds to wait for the first streamed token.")
+    idle_timeout: float = Field(30.0, gt=0, description="Seconds a started answer may go without a new token.")
+    request_timeout: float = Field(600.0, gt=0, description="Seconds one whole answer may take.")
+    max_retries: int = Field(3, ge=0, le=10, description="Retries of opening a stream (connection errors, 429, 5xx).")
+    max_message_chars: int = Field(16000, ge=1, description="Longest user message accepted, in characters.")
+
+    @field_validator("quantization", mode="before")
+    @classmethod
+    def _known_quantization(cls, value: object) -> object:
+        if value in ("", None):
+            return None
+        if value not in QUANTIZATIONS:
+            raise ValueError(f"must be one of {', '.join(QUANTIZATIONS)} (or empty)")
+        return value
+
+    @field_validator(
+        "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+        "block_size", "enable_prefix_caching", "enforce_eager", mode="before",
+    )
+    @classmethod
+    def _empty_is_default(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https:// (or be empty to launch vLLM)")
+        return value.rstrip("/").removesuffix("/v1")
+
+    @field_validator("log_dir")
+    @classmethod
+    def _under_project(cls, value: Path) -> Path:
+        return value if value.is_absolute() else PROJECT_ROOT / value
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> Settings:
+        if not self.base_url and self.vllm_host == self.ui_host and self.vllm_port == self.ui_port:
+            raise ValueError(f"RCHAT_UI_PORT and RCHAT_VLLM_PORT are both {self.ui_port}; pick two ports")
+        return self
+
+    # --- derived values, so callers never re-implement a default ---
+    @property
+    def external(self) -> bool:
+        return bool(self.base_url)
+
+    @property
+    def resolved_model(self) -> str:
+        return self.model or str(EMBEDDED_MODEL_DIR)
+
+    @property
+    def uses_embedded_model(self) -> bool:
+        return not self.model
+
+    @property
+    def resolved_served_name(self) -> str:
+        if self.served_model_name:
+            return self.served_model_name
+        return EMBEDDED_MODEL_NAME if self.uses_embedded_model else Path(self.model).name
+
+    @property
+    def status_file(self) -> Path:
+        """Where the launcher publishes the backend's state for the UI (one per UI port)."""
+        return self.log_dir / f"backend-status-{self.ui_port}.json"
+
+    @property
+    def server_url(self) -> str:
+        return self.base_url or f"http://{self.vllm_host}:{self.vllm_port}"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read and validate settings once; raise SettingsError with one readable line on a bad value."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(describe_error(exc)) from None
+
+
+def describe_error(exc: ValidationError) -> str:
+    """One line per bad key: `RCHAT_VLLM_PORT='abc': Input should be a valid integer`."""
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(part) for part in err["loc"])
+        name = f"{ENV_PREFIX}{key.upper()}" if key else "settings"
+        value = err.get("input")
+        shown = "" if isinstance(value, dict) else f"={value!r}"
+        message = err["msg"].removeprefix("Value error, ")
+        lines.append(f"Bad setting {name}{shown}: {message}.")
+    return " ".join(lines)
+
+
+def new_api_key() -> str:
+    """A random per-run key, so nothing else on this machine can use our server."""
+    return "rchat-" + secrets.token_urlsafe(24)

@@ -1,0 +1,191 @@
+"""The vLLM process supervisor: start, wait for /health, report progress, stop leaving nothing behind.
+
+    with VLLMServer(settings) as server:      # returns only once /health answers
+        client = server.async_client()
+
+Any exit before /health answers (code 0 included) raises at once with the log tail. In external mode
+(`RCHAT_BASE_URL` set) nothing is launched: the same object waits on that server's /health.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from backend import processes
+from backend.errors import ModelNotUsable, PortBusy, ServerExited, StartupTimeout
+from backend.settings import Settings, new_api_key
+from backend.vllm_command import LaunchSpec, build_launch, model_problem
+
+POLL_INTERVAL = 0.5
+STOP_GRACE = 15.0
+LOG_TAIL_LINES = 40
+
+# Log markers of vLLM's start-up, in order; the last one seen names the phase shown to the user.
+PHASES = (
+    ("non-default args", "reading the configuration"),
+    ("Resolved architecture", "resolving the model"),
+    ("Initializing a V1 LLM engine", "starting the engine"),
+    ("Starting to load model", "loading weights"),
+    ("Loading weights took", "weights loaded, sizing the KV cache"),
+    ("Compiling a graph", "compiling the model (slow the first time)"),
+    ("Directly load the compiled graph", "loading the compiled model from cache"),
+    ("KV cache size", "allocating the KV cache"),
+    ("Capturing CUDA graph", "capturing CUDA graphs"),
+    ("Starting vLLM server", "starting the API server"),
+    ("Application startup complete", "ready"),
+)
+
+
+@dataclass
+class Progress:
+    """What the wait loop reports to whoever shows progress."""
+
+    elapsed: float
+    phase: str
+
+
+def read_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """Last `lines` lines of a log file ('' if there is none)."""
+    try:
+        with open(path, errors="replace") as fh:
+            return "".join(collections.deque(fh, maxlen=lines)).rstrip()
+    except FileNotFoundError:
+        return ""
+
+
+def phase_of(log_text: str, current: str = "launching") -> str:
+    """The latest start-up phase whose marker appears in `log_text`."""
+    latest, latest_pos = current, -1
+    for marker, phase in PHASES:
+        pos = log_text.rfind(marker)
+        if pos > latest_pos:
+            latest, latest_pos = phase, pos
+    return latest
+
+
+class VLLMServer:
+    """Owns one vLLM server process group (or, in external mode, just watches a URL)."""
+
+    def __init__(self, settings: Settings, *, api_key: str | None = None, log_path: Path | None = None,
+                 launch: LaunchSpec | None = None,
+                 on_progress: Callable[[Progress], None] | None = None) -> None:
+        self.settings = settings
+        self.api_key = api_key or settings.api_key.get_secret_value() or new_api_key()
+        self.log_path = log_path or settings.log_dir / f"vllm-{settings.vllm_port}.log"
+        self.launch = launch or build_launch(settings, api_key=self.api_key)
+        self.on_progress = on_progress
+        self.proc: subprocess.Popen | None = None
+        self.phase = "not started"
+        self.started_at: float | None = None
+        self.ready_after: float | None = None
+
+    # --- context manager ---
+    def __enter__(self) -> VLLMServer:
+        try:
+            self.start()
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return self.settings.server_url
+
+    def url_for(self, *parts: str) -> str:
+        return "/".join([self.url, *parts])
+
+    # --- life cycle ---
+    def start(self) -> None:
+        """Launch vLLM in its own process group; returns at once (use wait_healthy)."""
+        self.started_at = time.monotonic()
+        if self.settings.external:
+            self.phase = "waiting for the external server"
+            return
+        self._check_can_start()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.write_text("")  # one log per run: the tail must be this run's
+        env = {**os.environ, **self.launch.env}
+        self.proc = processes.spawn_group(self.launch.argv, env=env, log_path=self.log_path)
+        self.phase = "launching"
+
+    def _check_can_start(self) -> None:
+        problem = model_problem(self.settings)
+        if problem:
+            raise ModelNotUsable(f"Cannot start the model server: {problem}.")
+        host, port = self.settings.vllm_host, self.settings.vllm_port
+        if not processes.port_is_free(host, port):
+            raise PortBusy(f"Cannot start the model server: port {port} on {host} is already in use by "
+                           f"{processes.port_holder(port)}. Stop that process or set RCHAT_VLLM_PORT "
+                           "to a free port.")
+
+    def wait_healthy(self, timeout: float | None = None) -> float:
+        """Poll /health until it answers 200; return seconds since start. Fails fast if vLLM exits."""
+        timeout = timeout or self.settings.startup_timeout
+        assert self.started_at is not None, "start() first"
+        deadline = self.started_at + timeout
+        with httpx.Client(timeout=2.0) as http:
+            while True:
+                self._raise_if_exited()
+                if self._health_ok(http):
+                    self.ready_after = time.monotonic() - self.started_at
+                    self.phase = "ready"
+                    return self.ready_after
+                self._report_progress()
+                if time.monotonic() > deadline:
+                    raise StartupTimeout(
+                        f"The model server did not become healthy within {timeout:.0f} s (last phase: "
+                        f"{self.phase}). Raise RCHAT_STARTUP_TIMEOUT if the machine is slow.",
+                        log_tail=self.log_tail())
+                time.sleep(POLL_INTERVAL)
+
+    def _health_ok(self, http: httpx.Client) -> bool:
+        try:
+            return http.get(self.url_for("health")).status_code == 200
+        except httpx.HTTPError:
+            return False  # connection refused until the engine has loaded: normal
+
+    def _raise_if_exited(self) -> None:
+        if self.proc is None or self.proc.poll() is None:
+            return
+        code = self.proc.returncode
+        raise ServerExited(f"The model server exited with code {code} before it was ready "
+                           f"(phase: {self.phase}). Its log is {self.log_path}.", log_tail=self.log_tail())
+
+    def _report_progress(self) -> None:
+        if self.proc is not None:
+            self.phase = phase_of(read_tail(self.log_path, 200), self.phase)
+        if self.on_progress and self.started_at is not None:
+            self.on_progress(Progress(elapsed=time.monotonic() - self.started_at, phase=self.phase))
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return read_tail(self.log_path, lines)
+
+    def stop(self, *, grace: float = STOP_GRACE) -> int | None:
+        """SIGTERM the group, grace period, SIGKILL. Safe to call any number of times."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        self.phase = "stopped"
+        return processes.stop_group(proc, grace=grace)
+
+    # --- clients, configured with our key and no retries of their own (tenacity retries) ---
+    def async_client(self):  # -> openai.AsyncOpenAI, imported lazily: only the UI venv has openai
+        from openai import AsyncOpenAI
+
+        return AsyncOpenAI(base_url=self.url_for("v1"), api_key=self.api_key, max_retries=0)

