@@ -1,31 +1,73 @@
-"""Chainlit hooks only: the chat logic lives in backend/."""
+"""Chainlit hooks only: every decision lives in backend/ (chat_view renders, the rest is plain Python)."""
+
+import asyncio
 
 import chainlit as cl
+from chainlit.config import config
 
-from backend.chat_client import make_client, stream_chat
-from backend.errors import user_message
+from backend import chat_view
+from backend.backend_state import describe_down, is_healthy
+from backend.chat_client import make_client
+from backend.conversation import Conversation, clean_user_text
+from backend.question_set import starters
+from backend.sampling import apply_update, default_sampling, max_tokens_limit
 from backend.settings import load_settings
 
 settings = load_settings()
 client = make_client(settings, api_key=settings.api_key.get_secret_value())
+config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
+
+
+@cl.set_chat_profiles
+async def chat_profiles(_user=None, _language=None) -> list[cl.ChatProfile]:
+    # One profile with an icon: Chainlit then shows its description on the welcome screen.
+    return [cl.ChatProfile(name=settings.resolved_served_name, default=True, icon="/public/model.svg",
+                           markdown_description=f"**{settings.resolved_served_name}** · served by vLLM · "
+                                                "ask a question or pick an example")]
+
+
+@cl.set_starters
+async def set_starters(_user=None, _language=None) -> list[cl.Starter]:
+    return [cl.Starter(label=q.label, message=q.question) for q in starters()]
 
 
 @cl.on_chat_start
 async def start() -> None:
-    cl.user_session.set("history", [])
+    sampling = default_sampling(settings)
+    cl.user_session.set("conversation", Conversation())
+    cl.user_session.set("sampling", sampling)
+    cl.user_session.set("busy", None)
+    await cl.ChatSettings(chat_view.settings_widgets(sampling, max_tokens_limit(settings))).send()
+    if not await is_healthy(settings):
+        await chat_view.notice(describe_down(settings))
+
+
+@cl.on_settings_update
+async def settings_update(values: dict) -> None:
+    sampling, problems = apply_update(cl.user_session.get("sampling"), values, settings)
+    cl.user_session.set("sampling", sampling)
+    if problems:
+        await chat_view.notice("Some settings were not changed: " + "; ".join(problems) + ".")
 
 
 @cl.on_message
 async def on_message(message: cl.Message) -> None:
-    history = cl.user_session.get("history")
-    history.append({"role": "user", "content": message.content})
-    reply = cl.Message(content="")
-    request = {"model": settings.resolved_served_name, "messages": history, "temperature": 0.2}
-    try:
-        async for delta in stream_chat(client, settings, request):
-            if delta.answer:
-                await reply.stream_token(delta.answer)
-    except Exception as exc:  # noqa: BLE001 - shown as our own words, never a stack trace
-        await cl.Message(content=user_message(exc)).send()
-    await reply.send()
-    history.append({"role": "assistant", "content": reply.content})
+    busy = cl.user_session.get("busy")
+    if busy is not None and not busy.done():
+        cl.context.session.current_task = busy  # so Stop still stops the answer in progress
+        await chat_view.notice("Still answering your previous message: wait for it, or press Stop first.")
+        return
+    text, removed = clean_user_text(message.content or "")
+    problem = chat_view.input_problem(text, settings, cl.user_session.get("sampling"))
+    if problem:
+        await chat_view.notice(problem)
+        return
+    if removed:
+        await chat_view.notice(f"{removed} control character(s) were removed from your message.")
+    cl.user_session.set("busy", asyncio.current_task())
+    conversation = cl.user_session.get("conversation")
+    conversation.add_user(text, message.id)
+    result = await chat_view.answer(client=client, settings=settings, conversation=conversation,
+                                    sampling=cl.user_session.get("sampling"))
+    if result["answer"]:
+        conversation.add_assistant(result["answer"])

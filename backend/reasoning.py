@@ -37,29 +37,36 @@ class ThinkTagParser:
         self.seen_open = False
         self.seen_close = False
         self._buffer = ""
-        self._answer_started = False  # an opening tag only counts before any answer text
+        self._answer_started = False
 
     def feed(self, chunk: str) -> list[Segment]:
         self._buffer += chunk
         out: list[Segment] = []
         while self._buffer:
+            if not self.in_reasoning and not self._open_possible():
+                self._emit(out, self._buffer)  # the answer has begun: everything is answer text
+                self._buffer = ""
+                break
             tag = CLOSE if self.in_reasoning else OPEN
             pos = self._buffer.find(tag)
-            if not self.in_reasoning and (self._answer_started or self.seen_close):
-                pos = -1  # after the answer began, a literal "<think>" is just text
+            if tag == OPEN and pos > 0 and self._buffer[:pos].strip():
+                pos = -1  # text before "<think>": that is the answer, and the tag is literal text
             if pos >= 0:
                 self._emit(out, self._buffer[:pos])
                 self._buffer = self._buffer[pos + len(tag):]
                 self._switch()
                 continue
-            hold = _partial_tag_suffix(self._buffer, tag) if pos == -1 and self._may_see(tag) else 0
+            hold = _partial_tag_suffix(self._buffer, tag)
+            if tag == OPEN and self._buffer[: len(self._buffer) - hold].strip():
+                hold = 0  # answer text came first, so no opening tag can follow
             self._emit(out, self._buffer[: len(self._buffer) - hold])
             self._buffer = self._buffer[len(self._buffer) - hold:]
             break
         return out
 
-    def _may_see(self, tag: str) -> bool:
-        return tag == CLOSE or not (self._answer_started or self.seen_close)
+    def _open_possible(self) -> bool:
+        """An opening tag only counts before any answer text and before any closing tag."""
+        return not (self._answer_started or self.seen_close or self.seen_open)
 
     def _switch(self) -> None:
         if self.in_reasoning:
@@ -68,13 +75,12 @@ class ThinkTagParser:
             self.seen_open, self.in_reasoning = True, True
 
     def _emit(self, out: list[Segment], text: str) -> None:
+        kind: Kind = "reasoning" if self.in_reasoning else "answer"
+        if kind == "answer" and not self._answer_started:
+            text = text.lstrip()  # whitespace between </think> and the answer is not the answer
+            self._answer_started = bool(text)
         if not text:
             return
-        kind: Kind = "reasoning" if self.in_reasoning else "answer"
-        if kind == "answer":
-            if not self._answer_started and not text.strip():
-                return  # whitespace between </think> and the answer is not the answer
-            self._answer_started = True
         if out and out[-1].kind == kind:
             out[-1] = Segment(kind, out[-1].text + text)
         else:

@@ -77,6 +77,14 @@ class Settings(BaseSettings):
     idle_timeout: float = Field(30.0, gt=0, description="Seconds a started answer may go without a new token.")
     request_timeout: float = Field(600.0, gt=0, description="Seconds one whole answer may take.")
     max_retries: int = Field(3, ge=0, le=10, description="Retries of opening a stream (connection errors, 429, 5xx).")
+    ui_flush_interval: float = Field(0.05, ge=0, le=1, description="Seconds between UI updates while streaming (tokens are batched).")
+    # --- defaults of the per-chat settings panel (the model's generation_config.json wins where it has one) ---
+    default_system_prompt: str = Field("", description="System prompt of a new chat; empty = the model's own.")
+    default_temperature: float = Field(0.3, ge=0, le=2, description="Sampling temperature of a new chat.")
+    default_top_p: float = Field(0.9, gt=0, le=1, description="Nucleus sampling top-p of a new chat.")
+    default_max_tokens: int = Field(1024, ge=1, description="Answer token budget of a new chat.")
+    default_thinking: bool = Field(True, description="Ask reasoning models to think (chat_template_kwargs.enable_thinking).")
+    reasoning_starts_inside: bool = Field(False, description="The chat template opens <think> itself (Qwen3-Thinking-2507 style).")
     max_message_chars: int = Field(16000, ge=1, description="Longest user message accepted, in characters.")
 
     @field_validator("quantization", mode="before")

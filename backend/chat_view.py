@@ -1,0 +1,222 @@
+"""One answer on the page: reasoning in a collapsible step, the answer streamed, stats under it.
+
+This is the only backend module that touches Chainlit objects; app.py calls `answer()` from its hook.
+Tokens are batched into UI updates (`TokenBatcher`) because Chainlit sends one socket event per
+`stream_token` and falls behind on fast streams (Chainlit#2604). A stop (CancelledError) or an error
+keeps what was already streamed and marks it; no exception text reaches the page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import chainlit as cl
+import openai
+
+from backend.answer_stats import AnswerStats
+from backend.backend_state import describe_down, is_healthy, wait_until_healthy
+from backend.chat_client import stream_chat
+from backend.conversation import Conversation
+from backend.errors import BackendUnavailable, ChatAppError, user_message
+from backend.sampling import Sampling, request_params
+from backend.settings import Settings
+
+log = logging.getLogger(__name__)
+NOTICE = "Notice"
+
+
+class TokenBatcher:
+    """Collects tokens and streams them to a message or step at most every `interval` seconds."""
+
+    def __init__(self, target: cl.Message | cl.Step, interval: float) -> None:
+        self.target, self.interval = target, interval
+        self.buffer, self.last_flush, self.text = "", 0.0, ""
+
+    async def add(self, token: str) -> None:
+        self.buffer += token
+        self.text += token
+        if time.monotonic() - self.last_flush >= self.interval:  # the first token goes out at once
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self.buffer:
+            await self.target.stream_token(self.buffer)
+            self.buffer = ""
+        self.last_flush = time.monotonic()
+
+
+@dataclass
+class AnswerView:
+    """The page elements of one answer, created as content for them arrives."""
+
+    settings: Settings
+    stats: AnswerStats = field(default_factory=AnswerStats)
+    step: cl.Step | None = None
+    reply: cl.Message | None = None
+    thinking: TokenBatcher | None = None
+    answer: TokenBatcher | None = None
+
+    async def add_reasoning(self, text: str) -> None:
+        if self.thinking is None:
+            self.step = cl.Step(name="Thinking…", type="llm", show_input=False, default_open=True)
+            await self.step.send()
+            self.thinking = TokenBatcher(self.step, self.settings.ui_flush_interval)
+        self.stats.on_reasoning()
+        await self.thinking.add(text)
+
+    async def add_answer(self, text: str) -> None:
+        if self.answer is None:
+            if self.thinking:
+                await self._close_step()
+            self.reply = cl.Message(content="")
+            self.answer = TokenBatcher(self.reply, self.settings.ui_flush_interval)
+        self.stats.on_answer()
+        await self.answer.add(text)
+
+    @property
+    def answer_text(self) -> str:
+        return self.answer.text if self.answer else ""
+
+    @property
+    def reasoning_text(self) -> str:
+        return self.thinking.text if self.thinking else ""
+
+    async def _close_step(self, label: str | None = None) -> None:
+        if self.step is None or self.thinking is None:
+            return
+        await self.thinking.flush()
+        self.step.name = label or f"Thought for {max(1, round(self.stats.thinking_seconds))} s"
+        self.step.output = self.thinking.text
+        await self.step.update()
+        self.step = None  # closed: later calls are no-ops
+
+    async def finish(self, *, note: str = "") -> None:
+        """Close the step, flush the answer, and write the stats line (and any note) under it."""
+        self.stats.finish(self.stats.finish_reason)
+        cut_thinking = self.stats.finish_reason == "length" and not self.answer_text.strip()
+        if self.thinking is not None:
+            label = None
+            if cut_thinking:
+                label = f"Thinking cut off by the token limit after {self.stats.thinking_seconds:.0f} s"
+            elif note:
+                label = f"Thinking interrupted after {self.stats.thinking_seconds:.0f} s"
+            await self._close_step(label)
+        if cut_thinking and not note:
+            note = ("The model used its whole token budget thinking and gave no final answer. "
+                    "Raise *Max tokens* in the settings panel and ask again.")
+        elif self.stats.finish_reason == "length":
+            note = note or "The answer was cut off at the token limit (*Max tokens* in the settings panel)."
+        if self.reply is None:
+            self.reply = cl.Message(content="")
+        if self.answer:
+            await self.answer.flush()
+        body = self.answer_text
+        extra = f"\n\n**{note}**" if note else ""
+        self.reply.content = f"{body}{extra}\n\n*{self.stats.summary(self.settings.resolved_served_name)}*".lstrip()
+        await self.reply.send()  # after streaming, send() is what finalizes the message
+
+
+async def notice(text: str) -> None:
+    await cl.Message(content=text, author=NOTICE).send()
+
+
+async def wait_for_backend(settings: Settings) -> bool:
+    """If the server is down, say so in one message kept up to date, and wait for it to come back."""
+    if await is_healthy(settings):
+        return True
+    status = cl.Message(content=describe_down(settings), author=NOTICE)
+    await status.send()
+
+    async def show(text: str) -> None:
+        if status.content != text:
+            status.content = text
+            await status.update()
+
+    ok = await wait_until_healthy(settings, on_wait=show, timeout=settings.startup_timeout)
+    status.content = ("The model server is ready again; answering now." if ok else
+                      describe_down(settings) + " Your message is kept: send it again later.")
+    await status.update()
+    return ok
+
+
+async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation: Conversation,
+                 sampling: Sampling) -> dict[str, Any]:
+    """Stream one answer to the page; return what happened (text, reasoning, stats, outcome)."""
+    if not await wait_for_backend(settings):
+        return {"outcome": "backend down", "answer": "", "reasoning": ""}
+    messages, dropped = conversation.messages(system_prompt=sampling.system_prompt,
+                                              context_tokens=settings.max_model_len or 4096,
+                                              answer_tokens=sampling.max_tokens)
+    if dropped:
+        await notice(f"The conversation is longer than the model's context, so the {dropped} oldest "
+                     "message(s) were left out of what the model sees.")
+    view = AnswerView(settings)
+    request = {"model": settings.resolved_served_name, "messages": messages, **request_params(sampling)}
+    outcome = "complete"
+    try:
+        async with contextlib.aclosing(stream_chat(client, settings, request,
+                                                   starts_in_reasoning=settings.reasoning_starts_inside
+                                                   and sampling.thinking)) as deltas:
+            async for delta in deltas:
+                await _apply(view, delta)
+        await view.finish()
+    except asyncio.CancelledError:
+        outcome = "stopped"
+        await view.finish(note="Stopped by you.")
+    except ChatAppError as err:
+        outcome = "error"
+        kept = " What was already written is kept above." if view.answer_text or view.reasoning_text else ""
+        await view.finish(note=f"{err}{kept}")
+        if isinstance(err, BackendUnavailable):
+            outcome = "interrupted"
+    except Exception as err:  # noqa: BLE001 - a bug of ours must still end in words, not a trace
+        log.exception("answer failed")
+        outcome = "error"
+        await view.finish(note=user_message(err))
+    return {"outcome": outcome, "answer": view.answer_text, "reasoning": view.reasoning_text,
+            "stats": view.stats.as_dict(), "dropped_turns": dropped}
+
+
+async def _apply(view: AnswerView, delta) -> None:
+    if delta.reasoning:
+        await view.add_reasoning(delta.reasoning)
+    if delta.answer:
+        await view.add_answer(delta.answer)
+    if delta.usage:
+        view.stats.completion_tokens = delta.usage.get("completion_tokens")
+        view.stats.prompt_tokens = delta.usage.get("prompt_tokens")
+    if delta.finish_reason:
+        view.stats.finish_reason = delta.finish_reason
+
+
+def settings_widgets(sampling: Sampling, max_tokens: int) -> list:
+    """The settings panel, filled with this chat's current values."""
+    from chainlit.input_widget import NumberInput, Slider, Switch, TextInput
+
+    return [
+        TextInput(id="system_prompt", label="System prompt", initial=sampling.system_prompt, multiline=True,
+                  placeholder="Empty: the model's own default"),
+        Slider(id="temperature", label="Temperature", initial=sampling.temperature, min=0, max=2, step=0.05),
+        Slider(id="top_p", label="Top-p", initial=sampling.top_p, min=0.05, max=1, step=0.05),
+        NumberInput(id="max_tokens", label=f"Max tokens (1-{max_tokens})", initial=sampling.max_tokens),
+        Switch(id="thinking", label="Thinking (reasoning models)", initial=sampling.thinking),
+        TextInput(id="seed", label="Seed (empty = random)", initial="" if sampling.seed is None else str(sampling.seed)),
+    ]
+
+
+def input_problem(text: str, settings: Settings, sampling: Sampling) -> str | None:
+    """Why a user message can't be sent as it is, in words; None if it can."""
+    if not text.strip():
+        return "Your message is empty: type a question, or pick one of the examples."
+    if len(text) > settings.max_message_chars:
+        return (f"Your message is {len(text):,} characters long; the limit is {settings.max_message_chars:,} "
+                "(RCHAT_MAX_MESSAGE_CHARS). Please shorten it.")
+    if not Conversation().fits(text, context_tokens=settings.max_model_len or 4096, answer_tokens=sampling.max_tokens):
+        return (f"Your message is too long for the model's context ({settings.max_model_len} tokens, "
+                f"{sampling.max_tokens} of them kept for the answer). Shorten it or lower *Max tokens*.")
+    return None

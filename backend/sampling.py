@@ -1,0 +1,97 @@
+"""The per-chat generation settings (the settings panel): defaults, validation, request parameters."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from backend.settings import Settings
+
+LIMITS = {"temperature": (0.0, 2.0), "top_p": (0.01, 1.0)}
+
+
+@dataclass(frozen=True)
+class Sampling:
+    system_prompt: str
+    temperature: float
+    top_p: float
+    max_tokens: int
+    thinking: bool
+    seed: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def model_generation_defaults(model_path: str) -> dict[str, Any]:
+    """temperature/top_p from the model's generation_config.json, which vLLM also applies by default."""
+    path = Path(model_path) / "generation_config.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: data[k] for k in ("temperature", "top_p") if isinstance(data.get(k), (int, float))}
+
+
+def default_sampling(settings: Settings) -> Sampling:
+    model = model_generation_defaults(settings.resolved_model)
+    return Sampling(system_prompt=settings.default_system_prompt,
+                    temperature=float(model.get("temperature", settings.default_temperature)),
+                    top_p=float(model.get("top_p", settings.default_top_p)),
+                    max_tokens=settings.default_max_tokens, thinking=settings.default_thinking, seed=None)
+
+
+def max_tokens_limit(settings: Settings) -> int:
+    return (settings.max_model_len or 4096) - 16
+
+
+def apply_update(current: Sampling, raw: dict[str, Any], settings: Settings) -> tuple[Sampling, list[str]]:
+    """Take valid values from the panel; for each invalid one keep the current value and say why."""
+    problems: list[str] = []
+    updates: dict[str, Any] = {}
+    for key, (low, high) in LIMITS.items():
+        if key in raw:
+            value = _number(raw[key])
+            if value is None or not low <= value <= high:
+                problems.append(f"{key.replace('_', '-')} must be between {low:g} and {high:g}; kept {getattr(current, key):g}")
+            else:
+                updates[key] = value
+    if "max_tokens" in raw:
+        value, high = _number(raw["max_tokens"]), max_tokens_limit(settings)
+        if value is None or value != int(value) or not 1 <= value <= high:
+            problems.append(f"max tokens must be a whole number from 1 to {high}; kept {current.max_tokens}")
+        else:
+            updates["max_tokens"] = int(value)
+    if "seed" in raw:
+        seed_text = str(raw["seed"] if raw["seed"] is not None else "").strip()
+        if seed_text in ("", "None"):
+            updates["seed"] = None
+        elif seed_text.lstrip("-").isdigit() and 0 <= int(seed_text) < 2**31:
+            updates["seed"] = int(seed_text)
+        else:
+            problems.append(f"seed must be empty (random) or a whole number from 0 to {2**31 - 1}; kept {current.seed}")
+    if "system_prompt" in raw:
+        updates["system_prompt"] = str(raw["system_prompt"] or "")[: settings.max_message_chars]
+    if "thinking" in raw:
+        updates["thinking"] = bool(raw["thinking"])
+    return replace(current, **updates), problems
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number == number else None  # NaN is not a number we can use
+
+
+def request_params(sampling: Sampling) -> dict[str, Any]:
+    """Parameters for chat.completions.create, always explicit so the stamp says what was used."""
+    params: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p,
+                              "max_tokens": sampling.max_tokens,
+                              "extra_body": {"chat_template_kwargs": {"enable_thinking": sampling.thinking}}}
+    if sampling.seed is not None:
+        params["seed"] = sampling.seed
+    return params
