@@ -50,6 +50,11 @@ async def settings_update(values: dict) -> None:
         await chat_view.notice("Some settings were not changed: " + "; ".join(problems) + ".")
 
 
+@cl.on_stop
+async def stop() -> None:
+    cl.user_session.set("stop", True)  # Chainlit also cancels the task; this covers a lost cancel
+
+
 @cl.on_message
 async def on_message(message: cl.Message) -> None:
     busy = cl.user_session.get("busy")
@@ -65,9 +70,11 @@ async def on_message(message: cl.Message) -> None:
     if removed:
         await chat_view.notice(f"{removed} control character(s) were removed from your message.")
     cl.user_session.set("busy", asyncio.current_task())
+    cl.user_session.set("stop", False)
     conversation = cl.user_session.get("conversation")
     conversation.add_user(text, message.id)
     result = await chat_view.answer(client=client, settings=settings, conversation=conversation,
-                                    sampling=cl.user_session.get("sampling"))
+                                    sampling=cl.user_session.get("sampling"),
+                                    stop_requested=lambda: cl.user_session.get("stop"))
     if result["answer"]:
         conversation.add_assistant(result["answer"])

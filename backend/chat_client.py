@@ -100,7 +100,10 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
         while True:
             wait = min(wait, deadline - loop.time())
             try:
-                chunk = await asyncio.wait_for(anext(chunks), timeout=max(wait, 0.001))
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a Stop's cancellation
+                # when a token arrives at the same moment.
+                async with asyncio.timeout(max(wait, 0.001)):
+                    chunk = await anext(chunks)
             except StopAsyncIteration:
                 break
             wait = settings.idle_timeout

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,11 @@ from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 NOTICE = "Notice"
+NOTICE_MARK = "ℹ️ "  # notices (not answers) start with this, on the page and in tests
+
+
+def as_notice(text: str) -> str:
+    return NOTICE_MARK + text
 
 
 class TokenBatcher:
@@ -61,9 +67,18 @@ class AnswerView:
     thinking: TokenBatcher | None = None
     answer: TokenBatcher | None = None
 
+    async def _ensure_reply(self) -> cl.Message:
+        """The answer message, created when answer text (or the end) arrives: after the thinking step."""
+        if self.reply is None:
+            self.reply = cl.Message(content="")
+        return self.reply
+
     async def add_reasoning(self, text: str) -> None:
         if self.thinking is None:
-            self.step = cl.Step(name="Thinking…", type="llm", show_input=False, default_open=True)
+            # Same parent as the answer (Chainlit's on_message run step), so it renders above it.
+            run = cl.context.current_step
+            self.step = cl.Step(name="Thinking…", type="llm", parent_id=run.id if run else None,
+                                show_input=False, default_open=True)
             await self.step.send()
             self.thinking = TokenBatcher(self.step, self.settings.ui_flush_interval)
         self.stats.on_reasoning()
@@ -73,8 +88,7 @@ class AnswerView:
         if self.answer is None:
             if self.thinking:
                 await self._close_step()
-            self.reply = cl.Message(content="")
-            self.answer = TokenBatcher(self.reply, self.settings.ui_flush_interval)
+            self.answer = TokenBatcher(await self._ensure_reply(), self.settings.ui_flush_interval)
         self.stats.on_answer()
         await self.answer.add(text)
 
@@ -111,41 +125,43 @@ class AnswerView:
                     "Raise *Max tokens* in the settings panel and ask again.")
         elif self.stats.finish_reason == "length":
             note = note or "The answer was cut off at the token limit (*Max tokens* in the settings panel)."
-        if self.reply is None:
-            self.reply = cl.Message(content="")
+        reply = await self._ensure_reply()
         if self.answer:
             await self.answer.flush()
-        body = self.answer_text
         extra = f"\n\n**{note}**" if note else ""
-        self.reply.content = f"{body}{extra}\n\n*{self.stats.summary(self.settings.resolved_served_name)}*".lstrip()
-        await self.reply.send()  # after streaming, send() is what finalizes the message
+        reply.content = f"{self.answer_text}{extra}\n\n*{self.stats.summary(self.settings.resolved_served_name)}*".lstrip()
+        await reply.send()  # after streaming, send() is what finalizes (and persists) the message
 
 
 async def notice(text: str) -> None:
-    await cl.Message(content=text, author=NOTICE).send()
+    await cl.Message(content=as_notice(text), author=NOTICE).send()
 
 
 async def wait_for_backend(settings: Settings) -> bool:
     """If the server is down, say so in one message kept up to date, and wait for it to come back."""
     if await is_healthy(settings):
         return True
-    status = cl.Message(content=describe_down(settings), author=NOTICE)
+    status = cl.Message(content=as_notice(describe_down(settings)), author=NOTICE)
     await status.send()
 
     async def show(text: str) -> None:
-        if status.content != text:
-            status.content = text
+        if status.content != as_notice(text):
+            status.content = as_notice(text)
             await status.update()
 
     ok = await wait_until_healthy(settings, on_wait=show, timeout=settings.startup_timeout)
-    status.content = ("The model server is ready again; answering now." if ok else
-                      describe_down(settings) + " Your message is kept: send it again later.")
+    status.content = as_notice("The model server is ready again; answering now." if ok else
+                               describe_down(settings) + " Your message is kept: send it again later.")
     await status.update()
     return ok
 
 
+class StopRequested(Exception):
+    """The user pressed Stop (seen through the session flag, in case the task's cancel was lost)."""
+
+
 async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation: Conversation,
-                 sampling: Sampling) -> dict[str, Any]:
+                 sampling: Sampling, stop_requested: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """Stream one answer to the page; return what happened (text, reasoning, stats, outcome)."""
     if not await wait_for_backend(settings):
         return {"outcome": "backend down", "answer": "", "reasoning": ""}
@@ -163,20 +179,22 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
                                                    starts_in_reasoning=settings.reasoning_starts_inside
                                                    and sampling.thinking)) as deltas:
             async for delta in deltas:
+                if stop_requested():
+                    raise StopRequested
                 await _apply(view, delta)
         await view.finish()
-    except asyncio.CancelledError:
-        outcome = "stopped"
+    except (asyncio.CancelledError, StopRequested):
+        outcome = view.stats.finish_reason = "stopped"
         await view.finish(note="Stopped by you.")
     except ChatAppError as err:
-        outcome = "error"
+        outcome = view.stats.finish_reason = "error"
         kept = " What was already written is kept above." if view.answer_text or view.reasoning_text else ""
         await view.finish(note=f"{err}{kept}")
         if isinstance(err, BackendUnavailable):
             outcome = "interrupted"
     except Exception as err:  # noqa: BLE001 - a bug of ours must still end in words, not a trace
         log.exception("answer failed")
-        outcome = "error"
+        outcome = view.stats.finish_reason = "error"
         await view.finish(note=user_message(err))
     return {"outcome": outcome, "answer": view.answer_text, "reasoning": view.reasoning_text,
             "stats": view.stats.as_dict(), "dropped_turns": dropped}

@@ -54,6 +54,7 @@ def browser_page(url: str, *, screenshot: Path | None = None):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(url)
         page.wait_for_selector("#chat-input", timeout=30_000)
+        page.wait_for_selector("#starters", timeout=30_000)  # starters arrive once the socket is up
         try:
             yield page
         finally:
@@ -64,9 +65,23 @@ def browser_page(url: str, *, screenshot: Path | None = None):
 
 def send(page, text: str) -> None:
     page.fill("#chat-input", text)
-    page.keyboard.press("Enter")
+    page.locator("#chat-submit:not([disabled])").click(timeout=30_000)
+
+
+def _assistant_texts(page) -> list[str]:
+    return [t.strip() for t in page.locator('[data-step-type="assistant_message"]').all_inner_texts()]
+
+
+def _is_notice(text: str) -> bool:
+    # Ours start with the notice mark; Chainlit posts its own line when Stop is pressed.
+    return text.startswith("ℹ") or text == "Task manually stopped."
 
 
 def answers(page) -> list[str]:
-    """Texts of the assistant's answers on the page, in order."""
-    return page.locator('[data-step-type="assistant_message"]').all_inner_texts()
+    """Texts of the model's answers on the page, in order (notices left out)."""
+    return [t for t in _assistant_texts(page) if not _is_notice(t)]
+
+
+def notices(page) -> str:
+    """All notices on the page (backend state, refused input), joined."""
+    return "\n".join(t for t in _assistant_texts(page) if _is_notice(t))

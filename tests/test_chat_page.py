@@ -1,0 +1,183 @@
+"""The chat page in real Chromium: on the real vLLM server, and on a fake one for shapes and faults."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from backend import processes
+from backend.settings import PROJECT_ROOT
+from backend.supervisor import VLLMServer
+from tests.conftest import free_port, make_settings
+from tests.ui_harness import answers, browser_page, chainlit_app, notices, send
+
+pytestmark = [pytest.mark.browser]
+SHOTS = PROJECT_ROOT / ".cache" / "screenshots"
+
+
+def shot(name: str):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return SHOTS / f"{name}.png"
+
+
+def wait_for(predicate, timeout: float = 60, every: float = 0.25):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture(scope="module")
+def real_app(vllm_server: VLLMServer, tmp_path_factory):
+    # Temperature 0 so that "What is the capital of France?" reliably says Paris.
+    env = {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
+           "RCHAT_DEFAULT_TEMPERATURE": "0"}
+    with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("ui"), env=env) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def fake_app(tmp_path_factory):
+    port = free_port()
+    log = tmp_path_factory.mktemp("fake") / "fake.log"
+    fake = processes.spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(port)], env=None,
+                                 log_path=log, cwd=PROJECT_ROOT)
+    wait_for(lambda: _up(f"http://127.0.0.1:{port}/health"), timeout=30)
+    env = {"RCHAT_BASE_URL": f"http://127.0.0.1:{port}", "RCHAT_FIRST_TOKEN_TIMEOUT": "4", "RCHAT_IDLE_TIMEOUT": "4"}
+    try:
+        with chainlit_app(ui_port=free_port(), log_dir=log.parent, env=env) as url:
+            yield url
+    finally:
+        processes.stop_group(fake, grace=2)
+
+
+def _up(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def running_requests(server: VLLMServer) -> float:
+    text = httpx.get(server.url_for("metrics"), headers={"Authorization": f"Bearer {server.api_key}"}).text
+    return sum(float(m) for m in re.findall(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)", text, re.M))
+
+
+# --- on the real server ---
+def test_starter_streams_an_answer_with_stats(real_app: str) -> None:
+    with browser_page(real_app, screenshot=shot("starter-answer")) as page:
+        assert "smollm2-135m-instruct" in page.inner_text("#welcome-screen")
+        page.get_by_text("9.11 or 9.8?").first.click()
+        first = wait_for(lambda: (answers(page) or [""])[-1].strip(), timeout=60)
+        later = wait_for(lambda: len(answers(page)[-1]) > len(first) + 20 and answers(page)[-1], timeout=60)
+        assert later.startswith(first[:10])  # the same answer grew: it streamed in
+        final = wait_for(lambda: "finish:" in answers(page)[-1] and answers(page)[-1], timeout=120)
+        assert "first token" in final and "tok/s" in final
+        assert "Which number is bigger, 9.11 or 9.8?" in page.inner_text("body")
+
+
+def test_stop_mid_answer_keeps_text_cancels_on_server_and_chat_goes_on(real_app: str, vllm_server: VLLMServer) -> None:
+    with browser_page(real_app, screenshot=shot("stopped")) as page:
+        send(page, "Write a very long story about a dragon who learns to count to one thousand. "
+                   "Use at least 900 words and many chapters.")
+        wait_for(lambda: len((answers(page) or [""])[-1]) > 40, timeout=60)
+        assert running_requests(vllm_server) >= 1
+        page.click("#stop-button")
+        stopped = wait_for(lambda: "Stopped by you." in (answers(page) or [""])[-1] and answers(page)[-1], timeout=30)
+        assert len(stopped.split("Stopped by you.")[0].strip()) > 40  # what was streamed stays
+        wait_for(lambda: running_requests(vllm_server) == 0, timeout=15)  # vLLM aborted the request
+        count = len(answers(page))
+        send(page, "What is the capital of France?")
+        reply = wait_for(lambda: len(answers(page)) > count and "finish:" in answers(page)[-1] and answers(page)[-1],
+                         timeout=120)
+        assert "Paris" in reply
+
+
+def test_a_changed_setting_applies_and_a_bad_one_is_refused(real_app: str) -> None:
+    with browser_page(real_app, screenshot=shot("settings")) as page:
+        page.click("#chat-settings-open-modal")
+        page.fill("#max_tokens", "999999")
+        page.get_by_role("button", name="Confirm").click()
+        wait_for(lambda: "max tokens must be a whole number from 1 to" in notices(page), timeout=20)
+        page.click("#chat-settings-open-modal")
+        page.fill("#max_tokens", "5")
+        page.get_by_role("button", name="Confirm").click()
+        send(page, "Tell me about the history of Rome.")
+        reply = wait_for(lambda: "finish:" in (answers(page) or [""])[-1] and answers(page)[-1], timeout=120)
+        assert "finish: length" in reply and "cut off at the token limit" in reply
+        assert "5 tokens" in reply
+
+
+def test_an_overlong_message_gets_a_clear_answer(real_app: str) -> None:
+    with browser_page(real_app) as page:
+        send(page, "x" * 16_500)
+        wait_for(lambda: "the limit is 16,000" in notices(page), timeout=30)
+        send(page, "What is the capital of France?")
+        wait_for(lambda: "Paris" in "".join(answers(page)), timeout=120)
+
+
+# --- on the fake server: shapes and faults the embedded model can't produce ---
+def test_inline_thinking_shows_in_a_step_that_reads_thought_for(fake_app: str) -> None:
+    with browser_page(fake_app, screenshot=shot("thinking")) as page:
+        send(page, "THINK: which is bigger, 9.11 or 9.8?")
+        wait_for(lambda: "Thinking" in page.inner_text("body"), timeout=20)  # streams while thinking
+        final = wait_for(lambda: "finish:" in (answers(page) or [""])[-1] and answers(page)[-1], timeout=30)
+        assert "The bigger number is 9.8." in final and "<think>" not in final and "80 hundredths" not in final
+        body = page.inner_text("body")
+        assert re.search(r"Thought for \d+ s", body) and "Used" not in body
+
+
+def test_reasoning_field_and_cut_off_thinking(fake_app: str) -> None:
+    with browser_page(fake_app, screenshot=shot("cutoff")) as page:
+        send(page, "FIELD")
+        wait_for(lambda: "9.8 is bigger." in "".join(answers(page)), timeout=30)
+        assert re.search(r"Thought for \d+ s", page.inner_text("body"))
+        send(page, "CUTOFF")
+        wait_for(lambda: "gave no final answer" in page.inner_text("body"), timeout=30)
+        assert "Thinking cut off by the token limit" in page.inner_text("body")
+
+
+def test_html_in_an_answer_is_shown_as_text_never_run(fake_app: str) -> None:
+    with browser_page(fake_app, screenshot=shot("xss")) as page:
+        send(page, "SCRIPT")
+        final = wait_for(lambda: "done." in "".join(answers(page)) and "".join(answers(page)), timeout=30)
+        time.sleep(1)
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator('[data-step-type="assistant_message"] script').count() == 0
+        assert page.locator('[data-step-type="assistant_message"] img[onerror]').count() == 0
+        assert "<script>" in final  # visible as text
+
+
+def test_a_server_that_stops_sending_is_cut_off_with_a_message(fake_app: str) -> None:
+    with browser_page(fake_app) as page:
+        send(page, "HANG")
+        final = wait_for(lambda: "too long" in "".join(answers(page)) and answers(page)[-1], timeout=30)
+        assert "Starting to answer" in final  # the partial answer is kept
+        send(page, "SILENT")
+        wait_for(lambda: "too long" in answers(page)[-1] and len(answers(page)) >= 2, timeout=30)
+
+
+def test_backend_down_is_shown_and_the_chat_recovers_when_it_is_back(tmp_path) -> None:
+    vllm_port = free_port()
+    with chainlit_app(ui_port=free_port(), log_dir=tmp_path,
+                      env={"RCHAT_VLLM_PORT": str(vllm_port), "RCHAT_API_KEY": "recover-key",
+                           "RCHAT_DEFAULT_TEMPERATURE": "0"}) as url:
+        with browser_page(url, screenshot=shot("backend-down")) as page:
+            wait_for(lambda: "not answering" in notices(page), timeout=20)  # said on arrival
+            send(page, "What is the capital of France?")
+            wait_for(lambda: notices(page).count("not answering") >= 2, timeout=20)
+            page.screenshot(path=str(shot("backend-down-waiting")))
+            assert "Traceback" not in page.inner_text("body")
+            s = make_settings(tmp_path, vllm_port=vllm_port)
+            with VLLMServer(s, api_key="recover-key"):
+                reply = wait_for(lambda: "finish:" in "".join(answers(page)) and answers(page)[-1], timeout=120)
+                assert "Paris" in reply
+                assert "ready again" in notices(page)
