@@ -1,0 +1,84 @@
+"""A headless client of the chat page's websocket, acting as one browser tab (benchmark, load tests).
+
+Chainlit 2.12 speaks socket.io at /ws/socket.io: connect with a session id in `auth`, emit
+`connection_successful`, then `client_message`; the server answers with `stream_start`,
+`stream_token`, `new_message`/`update_message` and `task_end`. Token arrival times are recorded so
+the benchmark measures what a user would see. Needs python-socketio and aiohttp (requirements-dev).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import socketio
+
+
+@dataclass
+class UiAnswer:
+    sent_at: float
+    token_times: list[float] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # message id -> final text
+    streamed: str = ""
+    ended_at: float | None = None
+
+    @property
+    def ttft(self) -> float | None:
+        return self.token_times[0] - self.sent_at if self.token_times else None
+
+
+class ChainlitSession:
+    """One chat session over the websocket."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self.sio = socketio.AsyncClient(reconnection=False)
+        self.current: UiAnswer | None = None
+        self._done = asyncio.Event()
+        self.messages: list[dict] = []
+        self.sio.on("stream_token", self._on_token)
+        self.sio.on("new_message", self._on_message)
+        self.sio.on("update_message", self._on_message)
+        self.sio.on("task_end", self._on_task_end)
+
+    async def connect(self) -> None:
+        auth = {"sessionId": str(uuid.uuid4()), "clientType": "webapp", "userEnv": "{}",
+                "threadId": str(uuid.uuid4())}
+        await self.sio.connect(self.url, socketio_path="/ws/socket.io", auth=auth, transports=["websocket"])
+        await self.sio.emit("connection_successful")
+        await asyncio.sleep(0.2)  # let on_chat_start run before the first message
+
+    async def ask(self, text: str, *, timeout: float = 300) -> UiAnswer:
+        """Send one message and wait until the app's handler has finished with it."""
+        self.current = UiAnswer(sent_at=time.perf_counter())
+        self._done.clear()
+        await self.send(text)
+        await asyncio.wait_for(self._done.wait(), timeout)
+        return self.current
+
+    async def send(self, text: str) -> None:
+        payload = {"message": {"id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message",
+                               "output": text, "createdAt": datetime.now(timezone.utc).isoformat()},
+                   "fileReferences": []}
+        await self.sio.emit("client_message", payload)
+
+    async def _on_token(self, data: dict) -> None:
+        if self.current is not None and not data.get("isSequence") and not data.get("isInput"):
+            self.current.token_times.append(time.perf_counter())
+            self.current.streamed += data.get("token", "")
+
+    async def _on_message(self, data: dict) -> None:
+        self.messages.append(data)
+        if self.current is not None and data.get("type") == "assistant_message":
+            self.current.texts[data["id"]] = data.get("output", "")
+
+    async def _on_task_end(self, _data: object = None) -> None:
+        if self.current is not None:
+            self.current.ended_at = time.perf_counter()
+        self._done.set()
+
+    async def close(self) -> None:
+        await self.sio.disconnect()

@@ -1,0 +1,98 @@
+"""Bad input over the page's websocket (what a browser can't easily send): empty, control chars, bursts."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from backend import processes
+from backend.chainlit_client import ChainlitSession
+from backend.settings import PROJECT_ROOT
+from tests.conftest import free_port
+from tests.test_chat_page import _up, wait_for
+from tests.ui_harness import chainlit_app
+
+
+@pytest.fixture(scope="module")
+def fake_ui(tmp_path_factory):
+    """The real app on the fake server (its answers take ~2 s, long enough to send a burst into)."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("sock") / "fake.log"
+    fake = processes.spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(port)], env=None,
+                                 log_path=log, cwd=PROJECT_ROOT)
+    wait_for(lambda: _up(f"http://127.0.0.1:{port}/health"), timeout=30)
+    try:
+        with chainlit_app(ui_port=free_port(), log_dir=log.parent,
+                          env={"RCHAT_BASE_URL": f"http://127.0.0.1:{port}",
+                               # a small context, so that a few turns overflow it
+                               "RCHAT_MAX_MODEL_LEN": "1500", "RCHAT_DEFAULT_MAX_TOKENS": "200"}) as url:
+            yield url
+    finally:
+        processes.stop_group(fake, grace=2)
+
+
+def texts(answer) -> str:
+    return "\n".join(answer.texts.values())
+
+
+async def test_empty_message_gets_a_friendly_answer(fake_ui: str) -> None:
+    session = ChainlitSession(fake_ui)
+    await session.connect()
+    try:
+        answer = await session.ask("   ", timeout=30)
+        assert "Your message is empty" in texts(answer)
+        answer = await session.ask("THINK", timeout=30)  # the session still works
+        assert "The bigger number is **9.8**." in texts(answer)
+    finally:
+        await session.close()
+
+
+async def test_control_characters_are_removed_and_said(fake_ui: str) -> None:
+    session = ChainlitSession(fake_ui)
+    await session.connect()
+    try:
+        answer = await session.ask("THINK\x00\x07 please", timeout=30)
+        assert "2 control character(s) were removed" in texts(answer)
+        assert "9.8" in texts(answer)
+    finally:
+        await session.close()
+
+
+async def test_a_burst_while_answering_is_told_to_wait_and_nothing_crashes(fake_ui: str) -> None:
+    session = ChainlitSession(fake_ui)
+    await session.connect()
+    try:
+        await session.send("THINK")
+        await asyncio.sleep(0.5)
+        for _ in range(3):
+            await session.send("FIELD")
+
+        def said() -> str:
+            return "\n".join(m.get("output", "") for m in session.messages)
+
+        for _ in range(120):  # the first answer finishes undisturbed
+            if "finish: stop" in said():
+                break
+            await asyncio.sleep(0.25)
+        said = said()
+        assert "The bigger number is **9.8**." in said
+        assert said.count("Still answering your previous message") == 3
+        assert "Traceback" not in said
+        answer = await session.ask("FIELD", timeout=30)
+        assert "9.8 is bigger." in texts(answer)
+    finally:
+        await session.close()
+
+
+async def test_the_user_is_told_when_old_turns_are_left_out(fake_ui: str) -> None:
+    session = ChainlitSession(fake_ui)
+    await session.connect()
+    try:
+        for i in range(4):
+            answer = await session.ask(f"FIELD {i} " + "long context " * 100, timeout=30)
+        assert "oldest message(s) were left out" in texts(answer)
+        assert "9.8 is bigger." in texts(answer)
+    finally:
+        await session.close()
