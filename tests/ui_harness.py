@@ -2,46 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import sys
-import time
-from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
-from backend import processes
-from backend.settings import PROJECT_ROOT
+from backend.ui_process import chainlit_app  # noqa: F401 - re-exported for the tests
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-@contextmanager
-def chainlit_app(*, ui_port: int, log_dir: Path, env: dict[str, str]) -> Iterator[str]:
-    """Run app.py under Chainlit with the given RCHAT_* variables; yield its URL; stop it after."""
-    full_env = {**os.environ, "RCHAT_UI_PORT": str(ui_port), "RCHAT_LOG_DIR": str(log_dir), **env}
-    log = log_dir / f"ui-test-{ui_port}.log"
-    argv = [sys.executable, "-m", "chainlit", "run", str(PROJECT_ROOT / "app.py"), "--headless",
-            "--host", "127.0.0.1", "--port", str(ui_port)]
-    proc = processes.spawn_group(argv, env=full_env, log_path=log, cwd=PROJECT_ROOT)
-    url = f"http://127.0.0.1:{ui_port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, f"chainlit exited:\n{log.read_text()[-3000:]}"
-            try:
-                if httpx.get(url, timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"chainlit never answered:\n{log.read_text()[-3000:]}"
-            time.sleep(0.5)
-        yield url
-    finally:
-        processes.stop_group(proc, grace=5)
 
 
 @contextmanager

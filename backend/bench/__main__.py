@@ -1,0 +1,169 @@
+"""The benchmark: vLLM direct vs through the chat page vs plain transformers, plus startup time.
+
+    python -m backend.bench                       # 1, 4, 16 streams; direct, UI, baseline
+    python -m backend.bench --concurrency 1,16,64,256 --skip-ui --skip-baseline
+    python -m backend.bench --startup             # launch -> /health, eager and compiled, 1st and 2nd
+
+It starts its own managed vLLM (and chat page) on free ports unless --url names a running server.
+Prints a table, writes results/bench-<stamp>.json and .png. Ctrl-C stops everything it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from datetime import datetime, timezone
+from pathlib import Path
+
+from backend.bench import report
+from backend.bench.direct import run_direct
+from backend.bench.stats import StreamRecord, summarize
+from backend.settings import PROJECT_ROOT, SettingsError, load_settings
+from backend.supervisor import VLLMServer
+from backend.vllm_command import build_launch, vllm_python
+
+PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."
+
+
+def say(text: str) -> None:
+    print(f"[bench] {text}", file=sys.stderr, flush=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers, e.g. 1,4,16") from None
+    if not levels or any(c < 1 or c > 4096 for c in levels):
+        raise argparse.ArgumentTypeError(f"concurrency levels must be 1-4096, got {text!r}")
+    return levels
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m backend.bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--concurrency", type=_levels, default=[1, 4, 16], help="comma-separated stream counts")
+    p.add_argument("--max-tokens", type=int, default=128, help="output tokens per request (default 128)")
+    p.add_argument("--repeat", type=int, default=2, help="requests per stream, back to back (default 2)")
+    p.add_argument("--skip-ui", action="store_true", help="no through-the-page run")
+    p.add_argument("--skip-baseline", action="store_true", help="no transformers baseline")
+    p.add_argument("--baseline-levels", type=_levels, default=None, help="levels for the baseline (default: same)")
+    p.add_argument("--startup", action="store_true", help="measure start-up instead of throughput")
+    p.add_argument("--url", default="", help="benchmark this running server instead of starting one")
+    p.add_argument("--api-key", default="", help="its API key")
+    p.add_argument("--out", type=Path, default=PROJECT_ROOT / "results", help="results folder")
+    p.add_argument("--label", default="", help="a note stored with the results (machine, flags)")
+    args = p.parse_args(argv)
+    if args.max_tokens < 1 or args.repeat < 1:
+        p.error("--max-tokens and --repeat must be at least 1")
+    return args
+
+
+def throughput(args: argparse.Namespace, stack: ExitStack) -> dict:
+    settings = load_settings(vllm_port=_free_port(), ui_port=_free_port())
+    if args.url:
+        url, key, model = args.url.rstrip("/"), args.api_key, settings.resolved_served_name
+    else:
+        say("starting the managed vLLM server")
+        server = stack.enter_context(VLLMServer(settings, log_path=Path(tempfile.mkdtemp()) / "vllm.log"))
+        url, key, model = server.url, server.api_key, settings.resolved_served_name
+        say(f"vLLM healthy after {server.ready_after:.1f} s")
+    results: dict = {"direct": {}, "ui": {}, "baseline": {}}
+    for c in args.concurrency:
+        run_direct(url, key, model, PROMPT, concurrency=min(c, 4), repeat=1, max_tokens=16)  # warm-up
+        records, wall = run_direct(url, key, model, PROMPT, concurrency=c, repeat=args.repeat, max_tokens=args.max_tokens)
+        results["direct"][c] = summarize(records, wall_seconds=wall)
+        say(f"direct   {c:>4} streams: {results['direct'][c]['tok_s_total']:.0f} tok/s total")
+    if not args.skip_ui:
+        results["ui"] = ui_runs(args, stack, url, key)
+    if not args.skip_baseline:
+        results["baseline"] = baseline(args, settings)
+    return results
+
+
+def ui_runs(args: argparse.Namespace, stack: ExitStack, url: str, key: str) -> dict:
+    from backend.bench.ui_load import run_ui
+    from backend.ui_process import chainlit_app
+
+    env = {"RCHAT_BASE_URL": url, "RCHAT_API_KEY": key, "RCHAT_DEFAULT_TEMPERATURE": "0",
+           "RCHAT_DEFAULT_MAX_TOKENS": str(args.max_tokens)}
+    ui_url = stack.enter_context(chainlit_app(ui_port=_free_port(), log_dir=Path(tempfile.mkdtemp()), env=env))
+    out = {}
+    for c in args.concurrency:
+        records, wall = run_ui(ui_url, PROMPT, concurrency=c, repeat=args.repeat)
+        out[c] = summarize(records, wall_seconds=wall)
+        say(f"ui       {c:>4} streams: {out[c]['tok_s_total']:.0f} tok/s total")
+    return out
+
+
+def baseline(args: argparse.Namespace, settings) -> dict:
+    levels = args.baseline_levels or args.concurrency
+    say(f"transformers baseline at {levels} (one request at a time)")
+    proc = subprocess.run([vllm_python(settings), "-m", "backend.bench.hf_baseline", settings.resolved_model,
+                           PROMPT, str(args.max_tokens), ",".join(map(str, levels))],
+                          cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, check=True)
+    raw = json.loads(proc.stdout)
+    return {int(c): summarize([StreamRecord(**r) for r in v["records"]], wall_seconds=v["wall_s"])
+            for c, v in raw.items()}
+
+
+def startup(stack: ExitStack) -> dict:
+    """Launch -> /health for eager and compiled, each first (empty compile cache) and second."""
+    out = {}
+    cache = Path(tempfile.mkdtemp(prefix="vllm-cache-"))
+    for eager in (True, False):
+        for attempt in ("first", "second"):
+            settings = load_settings(vllm_port=_free_port(), ui_port=_free_port(), enforce_eager=eager)
+            launch = build_launch(settings, api_key="bench")
+            launch.env["VLLM_CACHE_ROOT"] = str(cache / ("eager" if eager else "compiled"))
+            with VLLMServer(settings, launch=launch, log_path=cache / "vllm.log") as server:
+                key = f"{'eager' if eager else 'compiled'}_{attempt}"
+                out[key] = round(server.ready_after, 1)
+                say(f"startup {key}: {out[key]} s to /health")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        load_settings()
+    except SettingsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    meta = {"date": stamp, "machine": f"{platform.node()} {platform.machine()}", "label": args.label,
+            "max_tokens": args.max_tokens, "repeat": args.repeat, "prompt": PROMPT}
+    try:
+        with ExitStack() as stack:
+            if args.startup:
+                results = {"startup": startup(stack)}
+            else:
+                results = throughput(args, stack)
+    except KeyboardInterrupt:
+        say("interrupted: everything this run started has been stopped")
+        return 130
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"bench-{stamp}.json"
+    path.write_text(json.dumps({"meta": meta, **results}, indent=2))
+    print(report.table(results))
+    if not args.startup:
+        report.chart(results, args.out / f"bench-{stamp}.png", title=args.label or meta["machine"])
+    say(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

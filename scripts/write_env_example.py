@@ -1,0 +1,31 @@
+"""Regenerates .env.example from the settings' own descriptions: `.venv/bin/python scripts/write_env_example.py`."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from backend.settings import PROJECT_ROOT, Settings  # noqa: E402
+
+SECTIONS = {"model": "The model", "base_url": "Where vLLM runs",
+            "gpu_memory_utilization": "vLLM tuning (empty = vLLM's or the machine's default)",
+            "ui_host": "The chat page", "connect_timeout": "The client",
+            "default_system_prompt": "Defaults of the per-chat settings panel"}
+
+
+def main() -> None:
+    out = ["# Every setting of the app. Copy to .env and change what you need; an empty value means the default.",
+           "# Each key is RCHAT_ + the setting's name. A bad value stops start-up with a line that names it."]
+    for name, field in Settings.model_fields.items():
+        if name in SECTIONS:
+            out += ["", f"# --- {SECTIONS[name]} ---"]
+        default = field.default
+        default = default.get_secret_value() if hasattr(default, "get_secret_value") else default
+        if name == "log_dir":
+            default = ".cache/logs"
+        text = "" if default is None else str(default).lower() if isinstance(default, bool) else str(default)
+        out += [f"# {field.description}", f"RCHAT_{name.upper()}={text}"]
+    (PROJECT_ROOT / ".env.example").write_text("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
