@@ -15,6 +15,7 @@ from backend.settings import load_settings
 
 settings = load_settings()
 client = make_client(settings, api_key=settings.api_key.get_secret_value())
+_ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
 config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
 
 
@@ -31,12 +32,18 @@ async def set_starters(_user=None, _language=None) -> list[cl.Starter]:
     return [cl.Starter(label=q.label, message=q.question) for q in starters()]
 
 
+def init_session() -> None:
+    """Per-chat state; also called from on_message, which can win the race against on_chat_start."""
+    if cl.user_session.get("conversation") is None:
+        cl.user_session.set("conversation", Conversation())
+        cl.user_session.set("sampling", default_sampling(settings))
+        cl.user_session.set("busy", None)
+
+
 @cl.on_chat_start
 async def start() -> None:
-    sampling = default_sampling(settings)
-    cl.user_session.set("conversation", Conversation())
-    cl.user_session.set("sampling", sampling)
-    cl.user_session.set("busy", None)
+    init_session()
+    sampling = cl.user_session.get("sampling")
     await cl.ChatSettings(chat_view.settings_widgets(sampling, max_tokens_limit(settings))).send()
     if not await is_healthy(settings):
         await chat_view.notice(describe_down(settings))
@@ -57,6 +64,7 @@ async def stop() -> None:
 
 @cl.on_message
 async def on_message(message: cl.Message) -> None:
+    init_session()
     busy = cl.user_session.get("busy")
     if busy is not None and not busy.done():
         cl.context.session.current_task = busy  # so Stop still stops the answer in progress

@@ -48,8 +48,12 @@ class ChainlitSession:
         auth = {"sessionId": str(uuid.uuid4()), "clientType": "webapp", "userEnv": "{}",
                 "threadId": str(uuid.uuid4())}
         await self.sio.connect(self.url, socketio_path="/ws/socket.io", auth=auth, transports=["websocket"])
+        self._done.clear()
         await self.sio.emit("connection_successful")
-        await asyncio.sleep(0.2)  # let on_chat_start run before the first message
+        # The server answers connection_successful with a task_end; wait for it so that it is not
+        # mistaken for the end of our first question, then give on_chat_start a moment to run.
+        await asyncio.wait_for(self._done.wait(), 60)
+        await asyncio.sleep(0.3)
 
     async def ask(self, text: str, *, timeout: float = 300) -> UiAnswer:
         """Send one message and wait until the app's handler has finished with it."""

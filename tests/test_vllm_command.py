@@ -29,6 +29,12 @@ def test_gpu_defaults_keep_cuda_graphs_and_pass_tuning_flags(tmp_path) -> None:
     assert "--enable-prefix-caching" in argv
 
 
+def test_gpu_gets_the_measured_batched_token_default_unless_set(tmp_path) -> None:
+    argv = build_argv(make_settings(tmp_path), device="cuda")
+    assert argv[argv.index("--max-num-batched-tokens") + 1] == "16384"
+    assert "--max-num-batched-tokens" not in build_argv(make_settings(tmp_path), device="cpu")
+
+
 def test_parallelism_reasoning_template_and_extra_args(tmp_path) -> None:
     s = make_settings(tmp_path, data_parallel_size=2, pipeline_parallel_size=2, reasoning_parser="qwen3",
                       chat_template="/t.jinja", vllm_extra_args="--stream-interval 4 --seed '7'",
