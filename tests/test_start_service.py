@@ -98,3 +98,24 @@ def test_a_crashed_chat_ui_stops_vllm(tmp_path) -> None:
     finally:
         if service.proc.poll() is None:
             os.killpg(service.proc.pid, signal.SIGKILL)
+
+
+def test_a_crashed_vllm_is_restarted_and_answers_again(tmp_path) -> None:
+    service = RunningService(tmp_path)
+    try:
+        service.wait_ready()
+        engine = next(p for p in service.descendants() if "vllm.entrypoints" in " ".join(p.cmdline()))
+        os.killpg(engine.pid, signal.SIGKILL)  # the whole vLLM group, as an out-of-memory kill would
+        deadline = time.monotonic() + 300
+        while "vLLM is healthy again" not in service.output:
+            assert time.monotonic() < deadline, service.output
+            assert service.proc.poll() is None, service.output
+            time.sleep(1)
+        assert "restarting in" in service.output
+        assert httpx.get(f"http://127.0.0.1:{service.vllm_port}/health").status_code == 200
+        status = (tmp_path / f"backend-status-{service.ui_port}.json").read_text()
+        assert '"state": "ready"' in status
+    finally:
+        if service.proc.poll() is None:
+            os.killpg(service.proc.pid, signal.SIGTERM)
+            service.proc.wait(timeout=60)
