@@ -19,6 +19,8 @@ from typing import Any
 import chainlit as cl
 import openai
 
+from backend.answer_key import Verdict
+from backend.answer_key import check as check_answer
 from backend.answer_stats import AnswerStats
 from backend.backend_state import describe_down, is_healthy, wait_until_healthy
 from backend.chat_client import stream_chat
@@ -61,7 +63,9 @@ class AnswerView:
     """The page elements of one answer, created as content for them arrives."""
 
     settings: Settings
+    question: str = ""
     stats: AnswerStats = field(default_factory=AnswerStats)
+    verdict: Verdict | None = None
     step: cl.Step | None = None
     reply: cl.Message | None = None
     thinking: TokenBatcher | None = None
@@ -129,6 +133,9 @@ class AnswerView:
         if self.answer:
             await self.answer.flush()
         extra = f"\n\n**{note}**" if note else ""
+        if not note and self.stats.finish_reason == "stop":
+            self.verdict = check_answer(self.question, self.answer_text)
+            extra += f"\n\n{self.verdict.describe()}" if self.verdict else ""
         reply.content = f"{self.answer_text}{extra}\n\n*{self.stats.summary(self.settings.resolved_served_name)}*".lstrip()
         await reply.send()  # after streaming, send() is what finalizes (and persists) the message
 
@@ -171,7 +178,7 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
     if dropped:
         await notice(f"The conversation is longer than the model's context, so the {dropped} oldest "
                      "message(s) were left out of what the model sees.")
-    view = AnswerView(settings)
+    view = AnswerView(settings, question=conversation.turns[-1].content if conversation.turns else "")
     request = {"model": settings.resolved_served_name, "messages": messages, **request_params(sampling)}
     outcome = "complete"
     try:
@@ -197,7 +204,8 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
         outcome = view.stats.finish_reason = "error"
         await view.finish(note=user_message(err))
     return {"outcome": outcome, "answer": view.answer_text, "reasoning": view.reasoning_text,
-            "stats": view.stats.as_dict(), "dropped_turns": dropped}
+            "stats": view.stats.as_dict(), "dropped_turns": dropped,
+            "verdict": view.verdict.correct if view.verdict else None}
 
 
 async def _apply(view: AnswerView, delta) -> None:

@@ -181,3 +181,10 @@ def test_backend_down_is_shown_and_the_chat_recovers_when_it_is_back(tmp_path) -
                 reply = wait_for(lambda: "finish:" in "".join(answers(page)) and answers(page)[-1], timeout=120)
                 assert "Paris" in reply
                 assert "ready again" in notices(page)
+
+
+def test_a_starter_answer_is_checked_against_the_answer_key(fake_app: str) -> None:
+    with browser_page(fake_app, screenshot=shot("answer-key")) as page:
+        page.get_by_text("9.11 or 9.8?").first.click()  # the fake answers "The bigger number is **9.8**."
+        final = wait_for(lambda: "finish:" in (answers(page) or [""])[-1] and answers(page)[-1], timeout=30)
+        assert "Answer key: correct (expected: 9.8)" in final

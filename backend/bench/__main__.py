@@ -107,6 +107,13 @@ def ui_runs(args: argparse.Namespace, stack: ExitStack, url: str, key: str) -> d
         records, wall = run_ui(ui_url, PROMPT, concurrency=c, repeat=args.repeat)
         out[c] = summarize(records, wall_seconds=wall)
         say(f"ui       {c:>4} streams: {out[c]['tok_s_total']:.0f} tok/s total")
+    if Path("/usr/bin/chromium").exists():
+        from backend.bench.browser_check import run_browser
+
+        started = time.monotonic()
+        records = run_browser(ui_url, PROMPT, repeat=max(2, args.repeat))
+        out["chromium-1"] = summarize(records, wall_seconds=time.monotonic() - started)
+        say(f"chromium   1 tab: first text after {out['chromium-1']['ttft_p50_ms']:.0f} ms (p50)")
     return out
 
 

@@ -18,7 +18,7 @@ def table(results: dict) -> str:
     rows = ["| mode | streams | tok/s total | tok/s per stream | TTFT p50 ms | TTFT p95 ms | ITL p50 ms | ITL p95 ms | errors |",
             "|---|---|---|---|---|---|---|---|---|"]
     for mode in ("direct", "ui", "baseline"):
-        for c, s in sorted(results.get(mode, {}).items(), key=lambda kv: int(kv[0])):
+        for c, s in sorted(results.get(mode, {}).items(), key=lambda kv: _order(kv[0])):
             rows.append(f"| {mode} | {c} | {_fmt(s['tok_s_total'])} | {_fmt(s['tok_s_per_stream'], 1)} | "
                         f"{_fmt(s['ttft_p50_ms'])} | {_fmt(s['ttft_p95_ms'])} | {_fmt(s['itl_p50_ms'], 1)} | "
                         f"{_fmt(s['itl_p95_ms'], 1)} | {s['errors']} |")
@@ -29,17 +29,24 @@ def table(results: dict) -> str:
     baseline = results.get("baseline", {})
     if baseline:
         rows += ["", "| streams | vLLM direct / transformers throughput |", "|---|---|"]
-        for c, b in sorted(baseline.items(), key=lambda kv: int(kv[0])):
+        for c, b in sorted(baseline.items(), key=lambda kv: _order(kv[0])):
             d = results["direct"].get(c)
             if d and b["tok_s_total"]:
                 rows.append(f"| {c} | {d['tok_s_total'] / b['tok_s_total']:.1f}x |")
     return "\n".join(rows)
 
 
+def _order(level) -> tuple[int, str]:
+    """Numeric levels in order; named extra rows (e.g. "chromium-1") after them."""
+    text = str(level)
+    return (int(text), "") if text.isdigit() else (10**9, text)
+
+
 def ui_overhead(results: dict) -> dict:
     out = {}
     for c, ui in results.get("ui", {}).items():
-        direct = results["direct"].get(c)
+        level = int(str(c).rsplit("-", 1)[-1])  # "chromium-1" compares with 1 direct stream
+        direct = results["direct"].get(level) or results["direct"].get(str(level))
         if direct and direct["tok_s_total"] and ui["tok_s_total"] is not None:
             added = None
             if ui["ttft_p50_ms"] is not None and direct["ttft_p50_ms"] is not None:
@@ -60,7 +67,7 @@ def chart(results: dict, path: Path, *, title: str) -> None:
         data = results.get(mode) or {}
         if not data:
             continue
-        levels = sorted(int(c) for c in data)
+        levels = sorted(int(c) for c in data if str(c).isdigit())
         left.plot(levels, [data[_key(data, c)]["tok_s_total"] for c in levels], style, label=mode)
         right.plot(levels, [data[_key(data, c)]["ttft_p50_ms"] for c in levels], style, label=mode)
     for ax, label in ((left, "output tokens/s (total)"), (right, "time to first token, p50 (ms)")):
@@ -69,6 +76,7 @@ def chart(results: dict, path: Path, *, title: str) -> None:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         ax.legend()
+    right.set_yscale("log")  # the queued baseline's first tokens are seconds, vLLM's milliseconds
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
