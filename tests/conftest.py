@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import socket
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from backend.settings import Settings, load_settings
+from backend import processes
+from backend.settings import PROJECT_ROOT, Settings, load_settings
 from backend.supervisor import VLLMServer
 
 
@@ -35,3 +39,26 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer
     settings = make_settings(tmp_path_factory.mktemp("vllm"))
     with VLLMServer(settings) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def fake_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The fake OpenAI-compatible server of tests/fake_openai_server.py (see its docstring for why)."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("fake") / "fake.log"
+    fake = processes.spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(port)], env=None,
+                                 log_path=log, cwd=PROJECT_ROOT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline and fake.poll() is None, log.read_text()
+        time.sleep(0.2)
+    try:
+        yield url
+    finally:
+        processes.stop_group(fake, grace=2)

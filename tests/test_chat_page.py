@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 
 import httpx
 import pytest
 
-from backend import processes
 from backend.settings import PROJECT_ROOT
 from backend.supervisor import VLLMServer
 from tests.conftest import free_port, make_settings
@@ -45,25 +42,10 @@ def real_app(vllm_server: VLLMServer, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def fake_app(tmp_path_factory):
-    port = free_port()
-    log = tmp_path_factory.mktemp("fake") / "fake.log"
-    fake = processes.spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(port)], env=None,
-                                 log_path=log, cwd=PROJECT_ROOT)
-    wait_for(lambda: _up(f"http://127.0.0.1:{port}/health"), timeout=30)
-    env = {"RCHAT_BASE_URL": f"http://127.0.0.1:{port}", "RCHAT_FIRST_TOKEN_TIMEOUT": "4", "RCHAT_IDLE_TIMEOUT": "4"}
-    try:
-        with chainlit_app(ui_port=free_port(), log_dir=log.parent, env=env) as url:
-            yield url
-    finally:
-        processes.stop_group(fake, grace=2)
-
-
-def _up(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
+def fake_app(fake_server_url: str, tmp_path_factory):
+    env = {"RCHAT_BASE_URL": fake_server_url, "RCHAT_FIRST_TOKEN_TIMEOUT": "4", "RCHAT_IDLE_TIMEOUT": "4"}
+    with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("fake-ui"), env=env) as url:
+        yield url
 
 
 def running_requests(server: VLLMServer) -> float:

@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 
 import pytest
 
-from backend import processes
 from backend.chainlit_client import ChainlitSession
-from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
-from tests.test_chat_page import _up, wait_for
 from tests.ui_harness import chainlit_app
 
 
 @pytest.fixture(scope="module")
-def fake_ui(tmp_path_factory):
+def fake_ui(fake_server_url: str, tmp_path_factory):
     """The real app on the fake server (its answers take ~2 s, long enough to send a burst into)."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("sock") / "fake.log"
-    fake = processes.spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(port)], env=None,
-                                 log_path=log, cwd=PROJECT_ROOT)
-    wait_for(lambda: _up(f"http://127.0.0.1:{port}/health"), timeout=30)
-    try:
-        with chainlit_app(ui_port=free_port(), log_dir=log.parent,
-                          env={"RCHAT_BASE_URL": f"http://127.0.0.1:{port}",
-                               # a small context, so that a few turns overflow it
-                               "RCHAT_MAX_MODEL_LEN": "1500", "RCHAT_DEFAULT_MAX_TOKENS": "200"}) as url:
-            yield url
-    finally:
-        processes.stop_group(fake, grace=2)
+    env = {"RCHAT_BASE_URL": fake_server_url,
+           # a small context, so that a few turns overflow it
+           "RCHAT_MAX_MODEL_LEN": "1500", "RCHAT_DEFAULT_MAX_TOKENS": "200"}
+    with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("sock-ui"), env=env) as url:
+        yield url
 
 
 def texts(answer) -> str:
