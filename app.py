@@ -4,6 +4,7 @@ import asyncio
 
 import chainlit as cl
 from chainlit.config import config
+from chainlit.server import sio
 
 from backend import chat_view
 from backend.backend_state import describe_down, is_healthy
@@ -17,6 +18,9 @@ settings = load_settings()
 client = make_client(settings, api_key=settings.api_key.get_secret_value())
 _ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
 config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
+# socket.io drops the connection on a message over 1 MB (its default); take up to 8 MB so that a huge
+# paste reaches on_message and gets a clear "too long" answer instead of a dead page.
+sio.eio.max_http_buffer_size = 8_000_000
 
 
 @cl.set_chat_profiles

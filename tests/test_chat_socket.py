@@ -84,3 +84,15 @@ async def test_the_user_is_told_when_old_turns_are_left_out(fake_ui: str) -> Non
         assert "9.8 is bigger." in texts(answer)
     finally:
         await session.close()
+
+
+async def test_a_one_megabyte_message_gets_a_clear_answer_and_the_session_lives(fake_ui: str) -> None:
+    session = ChainlitSession(fake_ui)
+    await session.connect()
+    try:
+        answer = await session.ask("x" * (1024 * 1024), timeout=60)
+        assert "the limit is 16,000" in texts(answer)
+        answer = await session.ask("FIELD", timeout=30)
+        assert "9.8 is bigger." in texts(answer)
+    finally:
+        await session.close()

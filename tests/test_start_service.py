@@ -60,7 +60,7 @@ def _all_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proces
     return alive
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
 def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Signals) -> None:
     service = RunningService(tmp_path)
     try:
