@@ -75,3 +75,30 @@ def test_every_setting_is_documented_in_env_example() -> None:
     example = (PROJECT_ROOT / ".env.example").read_text()
     missing = [name for name in Settings.model_fields if f"RCHAT_{name.upper()}=" not in example]
     assert not missing, f"not in .env.example: {missing}"
+
+
+def _bad_value(annotation: object) -> str | None:
+    text = str(annotation)
+    if "bool" in text:
+        return "maybe"
+    if "int" in text or "float" in text:
+        return "lots"
+    if "Literal" in text:
+        return "bogus"
+    return None  # free text (names, paths, prompts): no value is wrong in itself
+
+
+def test_every_typed_key_with_a_wrong_value_gives_one_line_naming_it() -> None:
+    from backend.settings import Settings
+
+    checked = 0
+    for name, field in Settings.model_fields.items():
+        bad = _bad_value(field.annotation)
+        if bad is None:
+            continue
+        with pytest.raises(SettingsError) as err:
+            load_settings(_env_file=None, **{name: bad})
+        message = str(err.value)
+        assert "\n" not in message and f"RCHAT_{name.upper()}='{bad}'" in message, message
+        checked += 1
+    assert checked >= 25

@@ -103,3 +103,16 @@ def test_external_mode_launches_nothing_and_waits_on_the_given_url(vllm_server: 
     with VLLMServer(s, api_key=vllm_server.api_key) as external:
         assert external.proc is None
         assert external.ready_after is not None
+
+
+def test_a_directory_without_config_is_not_a_model(tmp_path) -> None:
+    s = make_settings(tmp_path, model=str(tmp_path))
+    with pytest.raises(ModelNotUsable, match="no config.json"):
+        with VLLMServer(s):
+            pass
+
+
+def test_the_api_key_never_reaches_the_server_log(vllm_server: VLLMServer) -> None:
+    log = vllm_server.log_path.read_text()
+    assert "Starting vLLM" in log  # the log is the real one
+    assert vllm_server.api_key not in log
