@@ -81,6 +81,13 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on right now (the kernel picks it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def port_is_free(host: str, port: int) -> bool:
     """True if we could bind host:port right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

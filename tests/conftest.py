@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -12,14 +11,9 @@ import httpx
 import pytest
 
 from backend import processes
+from backend.processes import free_port
 from backend.settings import PROJECT_ROOT, Settings, load_settings
 from backend.supervisor import VLLMServer
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def make_settings(tmp: Path, **overrides: object) -> Settings:

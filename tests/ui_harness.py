@@ -5,11 +5,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
+from backend.bench.browser_check import ARGS as CHROMIUM_ARGS
+from backend.bench.browser_check import CHROMIUM
 from backend.ui_process import chainlit_app  # noqa: F401 - re-exported for the tests
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 @contextmanager

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from pathlib import Path
 from backend.bench import report
 from backend.bench.direct import run_direct
 from backend.bench.stats import StreamRecord, summarize
+from backend.processes import free_port
 from backend.settings import PROJECT_ROOT, SettingsError, load_settings
 from backend.supervisor import VLLMServer
 from backend.vllm_command import build_launch, vllm_python
@@ -34,12 +34,6 @@ PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."
 
 def say(text: str) -> None:
     print(f"[bench] {text}", file=sys.stderr, flush=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _levels(text: str) -> list[int]:
@@ -73,7 +67,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def throughput(args: argparse.Namespace, stack: ExitStack) -> dict:
-    settings = load_settings(vllm_port=_free_port(), ui_port=_free_port())
+    settings = load_settings(vllm_port=free_port(), ui_port=free_port())
     if args.url:
         url, key, model = args.url.rstrip("/"), args.api_key, settings.resolved_served_name
     else:
@@ -95,21 +89,20 @@ def throughput(args: argparse.Namespace, stack: ExitStack) -> dict:
 
 
 def ui_runs(args: argparse.Namespace, stack: ExitStack, url: str, key: str) -> dict:
+    from backend.bench.browser_check import CHROMIUM, run_browser
     from backend.bench.ui_load import run_ui
     from backend.ui_process import chainlit_app
 
     env = {"RCHAT_BASE_URL": url, "RCHAT_API_KEY": key, "RCHAT_DEFAULT_TEMPERATURE": "0",
            "RCHAT_DEFAULT_MAX_TOKENS": str(args.max_tokens)}
-    ui_url = stack.enter_context(chainlit_app(ui_port=_free_port(), log_dir=Path(tempfile.mkdtemp()), env=env))
+    ui_url = stack.enter_context(chainlit_app(ui_port=free_port(), log_dir=Path(tempfile.mkdtemp()), env=env))
     run_ui(ui_url, PROMPT, concurrency=1, repeat=1)  # warm-up: the page's first answer pays one-time costs
     out = {}
     for c in args.concurrency:
         records, wall = run_ui(ui_url, PROMPT, concurrency=c, repeat=args.repeat)
         out[c] = summarize(records, wall_seconds=wall)
         say(f"ui       {c:>4} streams: {out[c]['tok_s_total']:.0f} tok/s total")
-    if Path("/usr/bin/chromium").exists():
-        from backend.bench.browser_check import run_browser
-
+    if Path(CHROMIUM).exists():
         started = time.monotonic()
         records = run_browser(ui_url, PROMPT, repeat=max(2, args.repeat))
         out["chromium-1"] = summarize(records, wall_seconds=time.monotonic() - started)
@@ -134,7 +127,7 @@ def startup(stack: ExitStack) -> dict:
     cache = Path(tempfile.mkdtemp(prefix="vllm-cache-"))
     for eager in (True, False):
         for attempt in ("first", "second"):
-            settings = load_settings(vllm_port=_free_port(), ui_port=_free_port(), enforce_eager=eager)
+            settings = load_settings(vllm_port=free_port(), ui_port=free_port(), enforce_eager=eager)
             launch = build_launch(settings, api_key="bench")
             launch.env["VLLM_CACHE_ROOT"] = str(cache / ("eager" if eager else "compiled"))
             with VLLMServer(settings, launch=launch, log_path=cache / "vllm.log") as server:

@@ -6,11 +6,11 @@ so the times are those a person would see, rendering included. Needs playwright 
 
 from __future__ import annotations
 
-import re
-
 from backend.bench.stats import StreamRecord
+from backend.bench.ui_load import TOKENS_IN_STATS
 
 CHROMIUM = "/usr/bin/chromium"
+# Without the network-related flags Chromium's own connections are refused, many at a time, here.
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 OBSERVER = """() => {
@@ -43,7 +43,7 @@ def run_browser(url: str, prompt: str, *, repeat: int) -> list[StreamRecord]:
                                    ".some(e => e.innerText.includes('finish:'))", timeout=300_000)
             growth = page.evaluate("() => window.__growth")
             final = page.locator('[data-step-type="assistant_message"]').last.inner_text()
-            match = re.search(r"(\d+) (?:answer )?tokens", final)
+            match = TOKENS_IN_STATS.search(final)
             # The last growth is the stats line being written, not a token: leave it out.
             records.append(StreamRecord(sent_at=sent / 1000, arrivals=[t / 1000 for t in growth[:-1]],
                                         tokens=int(match.group(1)) if match else 0))
