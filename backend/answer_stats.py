@@ -35,9 +35,8 @@ class AnswerStats:
         self.first_token_at = self.first_token_at or now
         return now
 
-    def finish(self, reason: str | None) -> None:
+    def finish(self) -> None:
         self.ended = time.monotonic()
-        self.finish_reason = reason or self.finish_reason
         if self.reasoning_started and not self.reasoning_ended:
             self.reasoning_ended = self.ended
 

@@ -47,9 +47,8 @@ async def wait_until_healthy(settings: Settings, *, on_wait: Callable[[str], Awa
     while time.monotonic() < deadline:
         if await is_healthy(settings):
             return True
-        if gave_up(settings):
-            await on_wait(describe_down(settings))
-            return False
         await on_wait(describe_down(settings))
+        if gave_up(settings):
+            return False
         await asyncio.sleep(every)
     return False

@@ -22,12 +22,6 @@ class UiAnswer:
     sent_at: float
     token_times: list[float] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)  # message id -> final text
-    streamed: str = ""
-    ended_at: float | None = None
-
-    @property
-    def ttft(self) -> float | None:
-        return self.token_times[0] - self.sent_at if self.token_times else None
 
 
 class ChainlitSession:
@@ -72,7 +66,6 @@ class ChainlitSession:
     async def _on_token(self, data: dict) -> None:
         if self.current is not None and not data.get("isSequence") and not data.get("isInput"):
             self.current.token_times.append(time.perf_counter())
-            self.current.streamed += data.get("token", "")
 
     async def _on_message(self, data: dict) -> None:
         self.messages.append(data)
@@ -80,8 +73,6 @@ class ChainlitSession:
             self.current.texts[data["id"]] = data.get("output", "")
 
     async def _on_task_end(self, _data: object = None) -> None:
-        if self.current is not None:
-            self.current.ended_at = time.perf_counter()
         self._done.set()
 
     async def close(self) -> None:

@@ -46,7 +46,7 @@ def translate(exc: BaseException, settings: Settings) -> Exception:
         text = _error_text(exc)
         if exc.status_code == 400 and ("context length" in text or "maximum" in text and "token" in text):
             return PromptTooLong(f"This conversation is too long for the model's context "
-                                 f"({settings.max_model_len} tokens). Start a new chat or shorten the message.")
+                                 f"({settings.context_tokens} tokens). Start a new chat or shorten the message.")
         if exc.status_code == 429 or exc.status_code >= 500:
             return BackendBusy(f"The model server is busy or failing (HTTP {exc.status_code}) even after "
                                f"{settings.max_retries} retries. Try again in a minute.")

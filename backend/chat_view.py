@@ -71,7 +71,7 @@ class AnswerView:
     thinking: TokenBatcher | None = None
     answer: TokenBatcher | None = None
 
-    async def _ensure_reply(self) -> cl.Message:
+    def _ensure_reply(self) -> cl.Message:
         """The answer message, created when answer text (or the end) arrives: after the thinking step."""
         if self.reply is None:
             self.reply = cl.Message(content="")
@@ -92,7 +92,7 @@ class AnswerView:
         if self.answer is None:
             if self.thinking:
                 await self._close_step()
-            self.answer = TokenBatcher(await self._ensure_reply(), self.settings.ui_flush_interval)
+            self.answer = TokenBatcher(self._ensure_reply(), self.settings.ui_flush_interval)
         self.stats.on_answer()
         await self.answer.add(text)
 
@@ -115,7 +115,7 @@ class AnswerView:
 
     async def finish(self, *, note: str = "") -> None:
         """Close the step, flush the answer, and write the stats line (and any note) under it."""
-        self.stats.finish(self.stats.finish_reason)
+        self.stats.finish()
         cut_thinking = self.stats.finish_reason == "length" and not self.answer_text.strip()
         if self.thinking is not None:
             label = None
@@ -129,7 +129,7 @@ class AnswerView:
                     "Raise *Max tokens* in the settings panel and ask again.")
         elif self.stats.finish_reason == "length":
             note = note or "The answer was cut off at the token limit (*Max tokens* in the settings panel)."
-        reply = await self._ensure_reply()
+        reply = self._ensure_reply()
         if self.answer:
             await self.answer.flush()
         extra = f"\n\n**{note}**" if note else ""
@@ -173,7 +173,7 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
     if not await wait_for_backend(settings):
         return {"outcome": "backend down", "answer": "", "reasoning": ""}
     messages, dropped = conversation.messages(system_prompt=sampling.system_prompt,
-                                              context_tokens=settings.max_model_len or 4096,
+                                              context_tokens=settings.context_tokens,
                                               answer_tokens=sampling.max_tokens)
     if dropped:
         await notice(f"The conversation is longer than the model's context, so the {dropped} oldest "
@@ -242,7 +242,7 @@ def input_problem(text: str, settings: Settings, sampling: Sampling) -> str | No
     if len(text) > settings.max_message_chars:
         return (f"Your message is {len(text):,} characters long; the limit is {settings.max_message_chars:,} "
                 "(RCHAT_MAX_MESSAGE_CHARS). Please shorten it.")
-    if not Conversation().fits(text, context_tokens=settings.max_model_len or 4096, answer_tokens=sampling.max_tokens):
-        return (f"Your message is too long for the model's context ({settings.max_model_len} tokens, "
+    if not Conversation().fits(text, context_tokens=settings.context_tokens, answer_tokens=sampling.max_tokens):
+        return (f"Your message is too long for the model's context ({settings.context_tokens} tokens, "
                 f"{sampling.max_tokens} of them kept for the answer). Shorten it or lower *Max tokens*.")
     return None

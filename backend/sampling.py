@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,6 @@ class Sampling:
     max_tokens: int
     thinking: bool
     seed: int | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def model_generation_defaults(model_path: str) -> dict[str, Any]:
@@ -44,7 +41,7 @@ def default_sampling(settings: Settings) -> Sampling:
 
 
 def max_tokens_limit(settings: Settings) -> int:
-    return (settings.max_model_len or 4096) - 16
+    return settings.context_tokens - 16
 
 
 def apply_update(current: Sampling, raw: dict[str, Any], settings: Settings) -> tuple[Sampling, list[str]]:

@@ -142,6 +142,11 @@ class Settings(BaseSettings):
         return EMBEDDED_MODEL_NAME if self.uses_embedded_model else Path(self.model).name
 
     @property
+    def context_tokens(self) -> int:
+        """The model's context in tokens, as the app plans with it (vLLM's own default is the model's)."""
+        return self.max_model_len or 4096
+
+    @property
     def status_file(self) -> Path:
         """Where the launcher publishes the backend's state for the UI (one per UI port)."""
         return self.log_dir / f"backend-status-{self.ui_port}.json"
