@@ -25,7 +25,7 @@ class UiAnswer:
 
 
 class ChainlitSession:
-    """One chat session over the websocket."""
+    """One chat session over the websocket: `async with ChainlitSession(url) as session: ...`."""
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
@@ -48,6 +48,17 @@ class ChainlitSession:
         # mistaken for the end of our first question, then give on_chat_start a moment to run.
         await asyncio.wait_for(self._done.wait(), 60)
         await asyncio.sleep(0.3)
+
+    async def __aenter__(self) -> ChainlitSession:
+        try:
+            await self.connect()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     async def ask(self, text: str, *, timeout: float = 300) -> UiAnswer:
         """Send one message and wait until the app's handler has finished with it."""

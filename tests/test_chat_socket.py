@@ -26,32 +26,22 @@ def texts(answer) -> str:
 
 
 async def test_empty_message_gets_a_friendly_answer(fake_ui: str) -> None:
-    session = ChainlitSession(fake_ui)
-    await session.connect()
-    try:
+    async with ChainlitSession(fake_ui) as session:
         answer = await session.ask("   ", timeout=30)
         assert "Your message is empty" in texts(answer)
         answer = await session.ask("THINK", timeout=30)  # the session still works
         assert "The bigger number is **9.8**." in texts(answer)
-    finally:
-        await session.close()
 
 
 async def test_control_characters_are_removed_and_said(fake_ui: str) -> None:
-    session = ChainlitSession(fake_ui)
-    await session.connect()
-    try:
+    async with ChainlitSession(fake_ui) as session:
         answer = await session.ask("THINK\x00\x07 please", timeout=30)
         assert "2 control character(s) were removed" in texts(answer)
         assert "9.8" in texts(answer)
-    finally:
-        await session.close()
 
 
 async def test_a_burst_while_answering_is_told_to_wait_and_nothing_crashes(fake_ui: str) -> None:
-    session = ChainlitSession(fake_ui)
-    await session.connect()
-    try:
+    async with ChainlitSession(fake_ui) as session:
         await session.send("THINK")
         await asyncio.sleep(0.5)
         for _ in range(3):
@@ -70,29 +60,19 @@ async def test_a_burst_while_answering_is_told_to_wait_and_nothing_crashes(fake_
         assert "Traceback" not in said
         answer = await session.ask("FIELD", timeout=30)
         assert "9.8 is bigger." in texts(answer)
-    finally:
-        await session.close()
 
 
 async def test_the_user_is_told_when_old_turns_are_left_out(fake_ui: str) -> None:
-    session = ChainlitSession(fake_ui)
-    await session.connect()
-    try:
+    async with ChainlitSession(fake_ui) as session:
         for i in range(4):
             answer = await session.ask(f"FIELD {i} " + "long context " * 100, timeout=30)
         assert "oldest message(s) were left out" in texts(answer)
         assert "9.8 is bigger." in texts(answer)
-    finally:
-        await session.close()
 
 
 async def test_a_one_megabyte_message_gets_a_clear_answer_and_the_session_lives(fake_ui: str) -> None:
-    session = ChainlitSession(fake_ui)
-    await session.connect()
-    try:
+    async with ChainlitSession(fake_ui) as session:
         answer = await session.ask("x" * (1024 * 1024), timeout=60)
         assert "the limit is 16,000" in texts(answer)
         answer = await session.ask("FIELD", timeout=30)
         assert "9.8 is bigger." in texts(answer)
-    finally:
-        await session.close()

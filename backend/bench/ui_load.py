@@ -13,10 +13,8 @@ TOKENS_IN_STATS = re.compile(r"(\d+) (?:answer )?tokens")
 
 
 async def _session(url: str, prompt: str, repeat: int) -> list[StreamRecord]:
-    session = ChainlitSession(url)
     records = []
-    try:
-        await session.connect()
+    async with ChainlitSession(url) as session:
         for _ in range(repeat):
             answer = await session.ask(prompt, timeout=600)
             final = "\n".join(answer.texts.values())
@@ -26,8 +24,6 @@ async def _session(url: str, prompt: str, repeat: int) -> list[StreamRecord]:
             if not answer.token_times:
                 record.error = final[:200] or "no tokens"
             records.append(record)
-    finally:
-        await session.close()
     return records
 
 
