@@ -49,6 +49,19 @@ class RunningService:
     def descendants(self) -> list[psutil.Process]:
         return psutil.Process(self.proc.pid).children(recursive=True)
 
+    def __enter__(self) -> RunningService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Whatever the test did: stop the script if it still runs (SIGTERM, then SIGKILL)."""
+        if self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the watchdog then stops what the launcher started
+
 
 def _all_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout
@@ -62,8 +75,7 @@ def _all_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proces
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
 def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Signals) -> None:
-    service = RunningService(tmp_path)
-    try:
+    with RunningService(tmp_path) as service:
         service.wait_ready()
         assert httpx.get(f"http://127.0.0.1:{service.ui_port}/").status_code == 200
         spawned = service.descendants()
@@ -79,14 +91,10 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
         if sig != signal.SIGKILL:
             assert service.proc.wait(timeout=30) == 128 + sig
             assert "all stopped" in service.output
-    finally:
-        if service.proc.poll() is None:
-            os.killpg(service.proc.pid, signal.SIGKILL)
 
 
 def test_a_crashed_chat_ui_stops_vllm(tmp_path) -> None:
-    service = RunningService(tmp_path)
-    try:
+    with RunningService(tmp_path) as service:
         service.wait_ready()
         spawned = service.descendants()
         ui = next(p for p in spawned if "chainlit" in " ".join(p.cmdline()))
@@ -95,14 +103,10 @@ def test_a_crashed_chat_ui_stops_vllm(tmp_path) -> None:
         assert not _all_gone(spawned, timeout=30)
         assert "the chat UI exited" in service.output
         assert processes.port_is_free("127.0.0.1", service.vllm_port)
-    finally:
-        if service.proc.poll() is None:
-            os.killpg(service.proc.pid, signal.SIGKILL)
 
 
 def test_a_crashed_vllm_is_restarted_and_answers_again(tmp_path) -> None:
-    service = RunningService(tmp_path)
-    try:
+    with RunningService(tmp_path) as service:
         service.wait_ready()
         engine = next(p for p in service.descendants() if "vllm.entrypoints" in " ".join(p.cmdline()))
         os.killpg(engine.pid, signal.SIGKILL)  # the whole vLLM group, as an out-of-memory kill would
@@ -115,7 +119,3 @@ def test_a_crashed_vllm_is_restarted_and_answers_again(tmp_path) -> None:
         assert httpx.get(f"http://127.0.0.1:{service.vllm_port}/health").status_code == 200
         status = (tmp_path / f"backend-status-{service.ui_port}.json").read_text()
         assert '"state": "ready"' in status
-    finally:
-        if service.proc.poll() is None:
-            os.killpg(service.proc.pid, signal.SIGTERM)
-            service.proc.wait(timeout=60)
