@@ -7,20 +7,38 @@ from chainlit.config import config
 from chainlit.server import sio
 
 from backend import chat_view
+from backend.accounts import LOCAL_USER, check_password
 from backend.backend_state import describe_down, is_healthy
 from backend.chat_client import make_client
 from backend.conversation import Conversation, clean_user_text
+from backend.qa_setup import set_up
 from backend.question_set import starters
 from backend.sampling import apply_update, default_sampling, max_tokens_limit
 from backend.settings import load_settings
 
 settings = load_settings()
+qa = set_up(settings)
 client = make_client(settings, api_key=settings.api_key.get_secret_value())
 _ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
 config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
 # socket.io drops the connection on a message over 1 MB (its default); take up to 8 MB so that a huge
 # paste reaches on_message and gets a clear "too long" answer instead of a dead page.
 sio.eio.max_http_buffer_size = 8_000_000
+
+
+if qa.store is not None:
+    @cl.data_layer
+    def history_store():
+        return qa.store
+
+if qa.passwords:
+    @cl.password_auth_callback
+    async def password_login(name: str, password: str) -> cl.User | None:
+        return cl.User(identifier=name) if await check_password(qa.users, name, password) else None
+else:
+    @cl.header_auth_callback
+    async def local_login(_headers) -> cl.User:
+        return cl.User(identifier=LOCAL_USER)  # no users configured: the single local user, no form
 
 
 @cl.set_chat_profiles
@@ -36,24 +54,43 @@ async def set_starters(_user=None, _language=None) -> list[cl.Starter]:
     return [cl.Starter(label=q.label, message=q.question) for q in starters()]
 
 
-def init_session() -> None:
+def init_session(conversation: Conversation | None = None) -> None:
     """Per-chat state; also called from on_message, which can win the race against on_chat_start."""
-    if cl.user_session.get("conversation") is None:
-        cl.user_session.set("conversation", Conversation())
+    if conversation is not None or cl.user_session.get("conversation") is None:
+        cl.user_session.set("conversation", conversation or Conversation())
         cl.user_session.set("sampling", default_sampling(settings))
         cl.user_session.set("busy", None)
+        cl.user_session.set("actions", [])  # a resumed session's stored copy holds None for these objects
 
 
-@cl.on_chat_start
-async def start() -> None:
-    init_session()
-    sampling = cl.user_session.get("sampling")
-    await cl.ChatSettings(chat_view.settings_widgets(sampling, max_tokens_limit(settings))).send()
+async def open_chat() -> None:
+    await cl.ChatSettings(chat_view.settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
+    if qa.history_off_reason:
+        await chat_view.notice(qa.history_off_reason)
     if not await is_healthy(settings):
         await chat_view.notice(describe_down(settings))
 
 
+@cl.on_chat_start
+@chat_view.guarded
+async def start() -> None:
+    init_session()
+    await open_chat()
+
+
+@cl.on_chat_resume
+@chat_view.guarded
+async def resume(thread: dict) -> None:
+    """An earlier chat from the sidebar: the model sees its questions and answers again."""
+    init_session(Conversation.from_steps(thread.get("steps") or []))
+    stored = cl.user_session.get("chat_settings") or {}
+    sampling, _ = apply_update(cl.user_session.get("sampling"), stored, settings)
+    cl.user_session.set("sampling", sampling)
+    await open_chat()
+
+
 @cl.on_settings_update
+@chat_view.guarded
 async def settings_update(values: dict) -> None:
     sampling, problems = apply_update(cl.user_session.get("sampling"), values, settings)
     cl.user_session.set("sampling", sampling)
@@ -66,12 +103,19 @@ async def stop() -> None:
     cl.user_session.set("stop", True)  # Chainlit also cancels the task; this covers a lost cancel
 
 
-@cl.on_message
-async def on_message(message: cl.Message) -> None:
-    init_session()
+def busy_elsewhere() -> bool:
     busy = cl.user_session.get("busy")
     if busy is not None and not busy.done():
         cl.context.session.current_task = busy  # so Stop still stops the answer in progress
+        return True
+    return False
+
+
+@cl.on_message
+@chat_view.guarded
+async def on_message(message: cl.Message) -> None:
+    init_session()
+    if busy_elsewhere():
         await chat_view.notice("Still answering your previous message: wait for it, or press Stop first.")
         return
     text, removed = clean_user_text(message.content or "")
@@ -81,12 +125,48 @@ async def on_message(message: cl.Message) -> None:
         return
     if removed:
         await chat_view.notice(f"{removed} control character(s) were removed from your message.")
+    cl.user_session.get("conversation").add_user(text, message.id)
+    await respond(sample=1)
+
+
+@cl.action_callback("regenerate")
+@chat_view.guarded
+async def regenerate(action: cl.Action) -> None:
+    """Sample the last answer again; the earlier sample stays on the page and in the history."""
+    init_session()
+    if busy_elsewhere():
+        await chat_view.notice("Still answering: wait for it, or press Stop first.")
+        return
+    conversation = cl.user_session.get("conversation")
+    if conversation.turns and conversation.turns[-1].role == "assistant":
+        conversation.turns.pop()
+    if not conversation.turns:
+        await chat_view.notice("There is no question to answer again: ask one first.")
+        return
+    async with cl.Step(name="regenerate", type="run"):  # a run, so the new answer gets feedback buttons too
+        await respond(sample=int(action.payload.get("sample", 1)) + 1)
+
+
+@cl.action_callback("export")
+@chat_view.guarded
+async def export_chat(_action: cl.Action) -> None:
+    await chat_view.send_export(settings, thread_id=cl.context.session.thread_id,
+                                history_off_reason=qa.history_off_reason)
+
+
+async def respond(*, sample: int) -> None:
+    """Answer the conversation's last question; only the newest answer keeps the action buttons."""
     cl.user_session.set("busy", asyncio.current_task())
     cl.user_session.set("stop", False)
+    for old in cl.user_session.get("actions") or []:
+        if isinstance(old, cl.Action):
+            await old.remove()
     conversation = cl.user_session.get("conversation")
-    conversation.add_user(text, message.id)
     result = await chat_view.answer(client=client, settings=settings, conversation=conversation,
-                                    sampling=cl.user_session.get("sampling"),
-                                    stop_requested=lambda: cl.user_session.get("stop"))
+                                    sampling=cl.user_session.get("sampling"), sample=sample,
+                                    stop_requested=lambda: cl.user_session.get("stop"),
+                                    actions=lambda: chat_view.answer_actions(sample))
+    reply = result.get("message")
+    cl.user_session.set("actions", reply.actions if reply is not None else [])
     if result["answer"]:
         conversation.add_assistant(result["answer"])

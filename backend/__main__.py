@@ -6,18 +6,23 @@ start   vLLM only, in the background; returns once /health answers
 stop    stop what `start` started
 status  is the server up, what does it serve, how busy is it
 check   validate settings and print the vLLM command line, start nothing
+export  write stored answers as JSONL or Markdown (all, one user's, or those with feedback)
+user    add/remove/list login users (`user add NAME` asks for the password)
 """
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import shlex
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 
@@ -31,7 +36,14 @@ def _pidfile(settings: Settings):
 
 
 def cmd_check(settings: Settings) -> int:
+    from backend.qa_setup import preflight
+
     spec = build_launch(settings, api_key="<hidden>")
+    problems = preflight(settings)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if any(p.startswith("error") for p in problems):
+        return 2
     print(f"settings OK; device {spec.device}; vLLM command:")
     print("  " + shlex.join(spec.argv))
     return 0
@@ -100,17 +112,75 @@ def cmd_status(settings: Settings) -> int:
     return 0 if report["healthy"] else 3
 
 
+def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
+    from backend.export import load_records, render
+    from backend.history_db import HistoryUnavailable
+
+    try:
+        records = load_records(settings.history_path, user=args.user, feedback_only=args.feedback_only)
+    except (HistoryUnavailable, sqlite3.Error) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if not records:
+        which = " with feedback" if args.feedback_only else ""
+        who = f" of user {args.user}" if args.user else ""
+        print(f"error: no stored answers{which}{who} in {settings.history_path}: nothing was written. "
+              "Chat first (and give feedback for --feedback-only), then export.", file=sys.stderr)
+        return 1
+    text = render(records, args.format)
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {len(records)} answer(s) to {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_user(settings: Settings, args: argparse.Namespace) -> int:
+    from backend.accounts import AccountsError, read_users_file, remove_user, set_user
+
+    path, action = settings.users_path, args.action or "list"
+    try:
+        if action == "list":
+            print("\n".join(sorted(read_users_file(path))) or f"no users in {path}: the page logs in the local user")
+            return 0
+        if not args.name:
+            print("error: give a user name: python -m backend user add NAME", file=sys.stderr)
+            return 2
+        if action == "remove":
+            print("removed" if remove_user(path, args.name) else f"no user {args.name} in {path}")
+            return 0
+        password = sys.stdin.readline().rstrip("\n") if args.password_stdin else getpass.getpass("password: ")
+        set_user(path, args.name, password)
+    except AccountsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"user {args.name} saved in {path} (password stored as an Argon2 hash); restart the app to use it")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m backend", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="run",
-                        choices=["run", "serve", "start", "stop", "status", "check"])
+                        choices=["run", "serve", "start", "stop", "status", "check", "export", "user"])
+    parser.add_argument("action", nargs="?", choices=["add", "remove", "list"], help="for `user`")
+    parser.add_argument("name", nargs="?", help="for `user add/remove`")
+    parser.add_argument("--password-stdin", action="store_true", help="user add: read the password from stdin")
+    parser.add_argument("--format", choices=["jsonl", "md"], default="jsonl", help="export format")
+    parser.add_argument("--out", default="-", help="export file (default: standard output)")
+    parser.add_argument("--user", help="export only this user's chats")
+    parser.add_argument("--feedback-only", action="store_true", help="export only answers with feedback")
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
     except SettingsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.command == "export":
+        return cmd_export(settings, args)
+    if args.command == "user":
+        return cmd_user(settings, args)
     if args.command in ("run", "serve"):
         from backend.launcher import run
 

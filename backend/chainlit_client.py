@@ -4,6 +4,9 @@ Chainlit 2.12 speaks socket.io at /ws/socket.io: connect with a session id in `a
 `connection_successful`, then `client_message`; the server answers with `stream_start`,
 `stream_token`, `new_message`/`update_message` and `task_end`. Token arrival times are recorded so
 the benchmark measures what a user would see. Needs python-socketio and aiohttp (requirements-dev).
+
+The page needs a login: the session logs in first (password form when `user` is given, else the
+local user's header login) and connects with the cookie it got, as a browser does.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import httpx
 import socketio
 
 
@@ -27,8 +31,11 @@ class UiAnswer:
 class ChainlitSession:
     """One chat session over the websocket: `async with ChainlitSession(url) as session: ...`."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, user: str = "", password: str = "", thread_id: str = "") -> None:
         self.url = url.rstrip("/")
+        self.user, self.password = user, password
+        self.resume_id = thread_id  # an existing thread's id: the session resumes it
+        self.thread_id = thread_id  # the server names a new thread at the first message
         self.sio = socketio.AsyncClient(reconnection=False)
         self.current: UiAnswer | None = None
         self._done = asyncio.Event()
@@ -37,11 +44,25 @@ class ChainlitSession:
         self.sio.on("new_message", self._on_message)
         self.sio.on("update_message", self._on_message)
         self.sio.on("task_end", self._on_task_end)
+        self.sio.on("first_interaction", self._on_first_interaction)
+
+    async def login(self) -> str:
+        """The cookie header of a logged-in browser."""
+        async with httpx.AsyncClient(base_url=self.url, timeout=30) as http:
+            if self.user:
+                response = await http.post("/login", data={"username": self.user, "password": self.password})
+            else:
+                response = await http.post("/auth/header")
+            response.raise_for_status()
+            return "; ".join(f"{k}={v}" for k, v in http.cookies.items())
 
     async def connect(self) -> None:
-        auth = {"sessionId": str(uuid.uuid4()), "clientType": "webapp", "userEnv": "{}",
-                "threadId": str(uuid.uuid4())}
-        await self.sio.connect(self.url, socketio_path="/ws/socket.io", auth=auth, transports=["websocket"])
+        cookie = await self.login()
+        auth = {"sessionId": str(uuid.uuid4()), "clientType": "webapp", "userEnv": "{}"}
+        if self.resume_id:
+            auth["threadId"] = self.resume_id
+        await self.sio.connect(self.url, socketio_path="/ws/socket.io", auth=auth, transports=["websocket"],
+                               headers={"Cookie": cookie})
         self._done.clear()
         await self.sio.emit("connection_successful")
         # The server answers connection_successful with a task_end; wait for it so that it is not
@@ -82,6 +103,9 @@ class ChainlitSession:
         self.messages.append(data)
         if self.current is not None and data.get("type") == "assistant_message":
             self.current.texts[data["id"]] = data.get("output", "")
+
+    async def _on_first_interaction(self, data: dict) -> None:
+        self.thread_id = data.get("thread_id") or self.thread_id
 
     async def _on_task_end(self, _data: object = None) -> None:
         self._done.set()

@@ -42,6 +42,9 @@ def translate(exc: BaseException, settings: Settings) -> Exception:
     if isinstance(exc, openai.APIConnectionError):
         return BackendUnavailable("The model server cannot be reached right now (it may be starting or "
                                   "restarting). Your message is kept: send it again in a moment.")
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.NetworkError)):  # mid-stream: httpx's own errors
+        return BackendUnavailable("The connection to the model server broke in the middle of the answer (it "
+                                  "may have crashed or be restarting). Send your message again in a moment.")
     if isinstance(exc, openai.APIStatusError):
         text = _error_text(exc)
         if exc.status_code == 400 and ("context length" in text or "maximum" in text and "token" in text):

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import chainlit as cl
 import openai
+from chainlit.data import get_data_layer
 
 from backend.answer_key import Verdict
 from backend.answer_key import check as check_answer
@@ -25,9 +28,12 @@ from backend.answer_stats import AnswerStats
 from backend.backend_state import describe_down, is_healthy, wait_until_healthy
 from backend.chat_client import stream_chat
 from backend.conversation import Conversation
+from backend.export import RECORD_KEY, load_records, render
+from backend.history_db import HistoryUnavailable
 from backend.errors import BackendUnavailable, ChatAppError, user_message
 from backend.sampling import Sampling, request_params
 from backend.settings import Settings
+from backend.stamp import make_stamp, now_iso, server_version
 
 log = logging.getLogger(__name__)
 NOTICE = "Notice"
@@ -64,12 +70,19 @@ class AnswerView:
 
     settings: Settings
     question: str = ""
+    question_id: str = ""
+    sample: int = 1  # 2, 3, ... for Regenerate
+    request: dict[str, Any] = field(default_factory=dict)
+    vllm_version: str = "unknown"
     stats: AnswerStats = field(default_factory=AnswerStats)
+    started_at: str = field(default_factory=now_iso)
     verdict: Verdict | None = None
     step: cl.Step | None = None
+    thinking_step_id: str = ""
     reply: cl.Message | None = None
     thinking: TokenBatcher | None = None
     answer: TokenBatcher | None = None
+    saved_at: float = field(default_factory=time.monotonic)
 
     def _ensure_reply(self) -> cl.Message:
         """The answer message, created when answer text (or the end) arrives: after the thinking step."""
@@ -84,9 +97,11 @@ class AnswerView:
             self.step = cl.Step(name="Thinking…", type="llm", parent_id=run.id if run else None,
                                 show_input=False, default_open=True)
             await self.step.send()
+            self.thinking_step_id = self.step.id
             self.thinking = TokenBatcher(self.step, self.settings.ui_flush_interval)
         self.stats.on_reasoning()
         await self.thinking.add(text)
+        await self._save_partial()
 
     async def add_answer(self, text: str) -> None:
         if self.answer is None:
@@ -95,6 +110,31 @@ class AnswerView:
             self.answer = TokenBatcher(self._ensure_reply(), self.settings.ui_flush_interval)
         self.stats.on_answer()
         await self.answer.add(text)
+        await self._save_partial()
+
+    def record(self, outcome: str) -> dict[str, Any]:
+        """What is stored with the answer (message metadata), and exported: see backend/export.py."""
+        stamp = make_stamp(settings=self.settings, request=self.request, vllm_version=self.vllm_version,
+                           started_at=self.started_at, finished_at=now_iso(), stats=self.stats.as_dict(),
+                           context_messages=len(self.request.get("messages", [])))
+        return {RECORD_KEY: {"kind": "answer", "question_id": self.question_id, "question": self.question,
+                             "sample": self.sample, "outcome": outcome, "thinking_step_id": self.thinking_step_id,
+                             "reasoning": self.reasoning_text, "answer": self.answer_text,
+                             "verdict": None if self.verdict is None else asdict(self.verdict), "stamp": stamp}}
+
+    async def _save_partial(self) -> None:
+        """Every few seconds, store what has streamed so far: a crash of the app loses at most that."""
+        if time.monotonic() - self.saved_at < self.settings.persist_interval:
+            return
+        self.saved_at = time.monotonic()
+        store = get_data_layer()
+        if store is None:
+            return
+        if self.step is not None:
+            await store.update_step(self.step.to_dict())
+        if self.reply is not None:
+            self.reply.metadata = self.record("in progress")
+            await store.update_step(self.reply.to_dict())
 
     @property
     def answer_text(self) -> str:
@@ -113,8 +153,8 @@ class AnswerView:
         await self.step.update()
         self.step = None  # closed: later calls are no-ops
 
-    async def finish(self, *, note: str = "") -> None:
-        """Close the step, flush the answer, and write the stats line (and any note) under it."""
+    async def finish(self, *, note: str = "", outcome: str = "complete", actions: list | None = None) -> None:
+        """Close the step, flush the answer, write the stats line (and any note) under it, and store it."""
         self.stats.finish()
         cut_thinking = self.stats.finish_reason == "length" and not self.answer_text.strip()
         if self.thinking is not None:
@@ -137,7 +177,50 @@ class AnswerView:
             self.verdict = check_answer(self.question, self.answer_text)
             extra += f"\n\n{self.verdict.describe()}" if self.verdict else ""
         reply.content = f"{self.answer_text}{extra}\n\n*{self.stats.summary(self.settings.resolved_served_name)}*".lstrip()
-        await reply.send()  # after streaming, send() is what finalizes (and persists) the message
+        reply.metadata = self.record(outcome)
+        reply.actions = actions or []
+        await reply.send()  # after streaming, send() is what finalizes the message on the page
+        if (store := get_data_layer()) is not None:
+            # send() stores in a background task; store here too, so an export right after has it.
+            await store.update_step(reply.to_dict())
+
+
+def guarded(hook):
+    """A hook that never shows a stack trace: a bug of ours is logged and told in one sentence."""
+    @functools.wraps(hook)
+    async def wrapper(*args, **kwargs):
+        try:
+            return await hook(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - the page must get words, the log the trace
+            log.exception("%s failed", hook.__name__)
+            await notice(user_message(err))
+    return wrapper
+
+
+def answer_actions(sample: int) -> list[cl.Action]:
+    return [cl.Action(name="regenerate", payload={"sample": sample}, label="Regenerate", icon="refresh-cw",
+                      tooltip="Sample this answer again; this one stays"),
+            cl.Action(name="export", payload={}, label="Export chat", icon="download",
+                      tooltip="Download this chat as JSONL and Markdown, with a reproducibility stamp per answer")]
+
+
+async def send_export(settings: Settings, *, thread_id: str, history_off_reason: str) -> None:
+    """This chat's stored answers as two downloadable files."""
+    if history_off_reason:
+        await notice(f"{history_off_reason} So there is nothing stored to export.")
+        return
+    try:
+        records = await asyncio.to_thread(load_records, settings.history_path, thread_id=thread_id)
+    except (HistoryUnavailable, sqlite3.Error) as err:
+        await notice(f"Could not read the history database to export this chat: {err}")
+        return
+    if not records:
+        await notice("Nothing of this chat is stored yet: ask a question first, then export.")
+        return
+    files = [cl.File(name=f"chat-{thread_id[:8]}.{fmt}", content=render(records, fmt).encode(), display="inline",
+                     mime="application/jsonl" if fmt == "jsonl" else "text/markdown") for fmt in ("jsonl", "md")]
+    await cl.Message(content=as_notice(f"Export of this chat: {len(records)} answer(s), each with its "
+                                       "reproducibility stamp. Download below."), author=NOTICE, elements=files).send()
 
 
 async def notice(text: str) -> None:
@@ -168,8 +251,9 @@ class StopRequested(Exception):
 
 
 async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation: Conversation,
-                 sampling: Sampling, stop_requested: Callable[[], bool] = lambda: False) -> dict[str, Any]:
-    """Stream one answer to the page; return what happened (text, reasoning, stats, outcome)."""
+                 sampling: Sampling, stop_requested: Callable[[], bool] = lambda: False, sample: int = 1,
+                 actions: Callable[[], list] = list) -> dict[str, Any]:
+    """Stream one answer to the last question; store it with its stamp; return what happened."""
     if not await wait_for_backend(settings):
         return {"outcome": "backend down", "answer": "", "reasoning": ""}
     messages, dropped = conversation.messages(system_prompt=sampling.system_prompt,
@@ -178,9 +262,11 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
     if dropped:
         await notice(f"The conversation is longer than the model's context, so the {dropped} oldest "
                      "message(s) were left out of what the model sees.")
-    view = AnswerView(settings, question=conversation.turns[-1].content if conversation.turns else "")
+    question = conversation.turns[-1] if conversation.turns else None
     request = {"model": settings.resolved_served_name, "messages": messages, **request_params(sampling)}
-    outcome = "complete"
+    view = AnswerView(settings, question=question.content if question else "",
+                      question_id=question.message_id if question else "", sample=sample, request=request,
+                      vllm_version=await server_version(settings))
     try:
         async with contextlib.aclosing(stream_chat(client, settings, request,
                                                    starts_in_reasoning=settings.reasoning_starts_inside
@@ -189,22 +275,22 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
                 if stop_requested():
                     raise StopRequested
                 await _apply(view, delta)
-        await view.finish()
+        outcome = "complete"
+        await view.finish(actions=actions())
     except (asyncio.CancelledError, StopRequested):
         outcome = view.stats.finish_reason = "stopped"
-        await view.finish(note="Stopped by you.")
+        await view.finish(note="Stopped by you.", outcome=outcome, actions=actions())
     except ChatAppError as err:
-        outcome = view.stats.finish_reason = "error"
+        view.stats.finish_reason = "error"
+        outcome = "interrupted" if isinstance(err, BackendUnavailable) else "error"
         kept = " What was already written is kept above." if view.answer_text or view.reasoning_text else ""
-        await view.finish(note=f"{err}{kept}")
-        if isinstance(err, BackendUnavailable):
-            outcome = "interrupted"
+        await view.finish(note=f"{err}{kept}", outcome=outcome, actions=actions())
     except Exception as err:  # noqa: BLE001 - a bug of ours must still end in words, not a trace
         log.exception("answer failed")
         outcome = view.stats.finish_reason = "error"
-        await view.finish(note=user_message(err))
+        await view.finish(note=user_message(err), outcome=outcome, actions=actions())
     return {"outcome": outcome, "answer": view.answer_text, "reasoning": view.reasoning_text,
-            "stats": view.stats.as_dict(), "dropped_turns": dropped,
+            "stats": view.stats.as_dict(), "dropped_turns": dropped, "message": view.reply,
             "verdict": view.verdict.correct if view.verdict else None}
 
 

@@ -10,6 +10,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from backend.export import RECORD_KEY
+
 # A conservative estimate (real tokenizers average 3.5-4.5 chars per token on English text); a turn
 # is a few tokens of chat-template framing on top. Erring high means we trim a little early, and a
 # server 400 for an overlong prompt still ends in a clear message.
@@ -71,6 +73,21 @@ class Conversation:
         dropped = len(self.turns) - len(kept)
         system = [{"role": "system", "content": system_prompt}] if system_prompt else []
         return system + [{"role": t.role, "content": t.content} for t in kept], dropped
+
+    @classmethod
+    def from_steps(cls, steps: list[dict]) -> Conversation:
+        """The conversation of a stored thread (resume): questions and, per question, its last answer."""
+        conversation = cls()
+        for step in sorted(steps, key=lambda s: s.get("createdAt") or ""):
+            record = (step.get("metadata") or {}).get(RECORD_KEY) or {}
+            if step.get("type") == "user_message":
+                conversation.add_user(clean_user_text(step.get("output") or "")[0], step["id"])
+            elif record.get("kind") == "answer" and record.get("answer"):
+                last = conversation.turns[-1] if conversation.turns else None
+                if last and last.role == "assistant":  # a regenerated sample replaces the one before
+                    conversation.turns.pop()
+                conversation.add_assistant(record["answer"])
+        return conversation
 
     def fits(self, text: str, *, context_tokens: int, answer_tokens: int) -> bool:
         """Whether one message alone can fit beside the answer budget."""

@@ -19,6 +19,7 @@ import httpx
 
 from backend import processes
 from backend.errors import ChatAppError, PortBusy
+from backend.qa_setup import preflight
 from backend.settings import PROJECT_ROOT, Settings
 from backend.status import BackendStatus, write_status
 from backend.supervisor import Progress, VLLMServer
@@ -89,6 +90,8 @@ class Launcher:
     # --- the steps ---
     def run(self) -> int:
         try:
+            if self.with_ui and not self._preflight():
+                return 2
             self._check_ui_port()
             self._start_server()
             if self.with_ui:
@@ -103,6 +106,13 @@ class Launcher:
             return 1
         finally:
             self._stop_all()
+
+    def _preflight(self) -> bool:
+        """Users file and history database, before minutes of starting vLLM. False: do not start."""
+        problems = preflight(self.settings)
+        for problem in problems:
+            say(problem)
+        return not any(p.startswith("error") for p in problems)
 
     def _check_ui_port(self) -> None:
         host, port = self.settings.ui_host, self.settings.ui_port

@@ -7,12 +7,14 @@ prefix `RCHAT_` (a prefix, because names like `VLLM_PORT` already mean something
 
 from __future__ import annotations
 
+import re
 import secrets
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ENV_PREFIX = "RCHAT_"
@@ -186,6 +188,14 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)
     except ValidationError as exc:
         raise SettingsError(describe_error(exc)) from None
+    except PydanticSettingsError as exc:  # a JSON-valued key (RCHAT_USERS) that is not JSON
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"{ENV_PREFIX}{field.group(1).upper()}" if field else "a setting"
+        raise SettingsError(f"Bad setting {name}: it must be JSON, e.g. {name}='{{\"alice\": \"<argon2 hash>\"}}'.") from None
+    except UnicodeDecodeError as exc:
+        env_file = overrides.get("_env_file", Settings.model_config["env_file"])
+        raise SettingsError(f"The settings file {env_file} is not UTF-8 text (byte {exc.object[exc.start]:#x} at "
+                            f"position {exc.start}); save it as UTF-8 or fix that line.") from None
 
 
 def describe_error(exc: ValidationError) -> str:

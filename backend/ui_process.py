@@ -23,7 +23,9 @@ def chainlit_argv(host: str, port: int) -> list[str]:
 @contextmanager
 def chainlit_app(*, ui_port: int, log_dir: Path, env: dict[str, str], timeout: float = 90) -> Iterator[str]:
     """Start app.py with the given RCHAT_* variables; yield its URL once it answers; stop it after."""
-    full_env = {**os.environ, "RCHAT_UI_PORT": str(ui_port), "RCHAT_LOG_DIR": str(log_dir), **env}
+    # Its own data folder unless told otherwise: a test or benchmark never writes the user's history.
+    full_env = {**os.environ, "RCHAT_UI_PORT": str(ui_port), "RCHAT_LOG_DIR": str(log_dir),
+                "RCHAT_DATA_DIR": str(log_dir / "data"), **env}
     log = log_dir / f"ui-{ui_port}.log"
     proc = processes.spawn_group(chainlit_argv("127.0.0.1", ui_port), env=full_env, log_path=log, cwd=PROJECT_ROOT)
     url = f"http://127.0.0.1:{ui_port}"

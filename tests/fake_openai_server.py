@@ -8,6 +8,7 @@ cannot be made to hang mid-stream. This one answers according to a keyword in th
   SCRIPT  an answer containing a <script> tag and an <img onerror> payload
   HANG    sends the first chunk, then nothing (for the idle timeout)
   SILENT  accepts the request and never sends a token (for the first-token timeout)
+  DROP    sends part of an answer, then breaks the connection (a server dying mid-answer)
 Run: python -m tests.fake_openai_server PORT
 """
 
@@ -53,6 +54,10 @@ async def completions(request: Request):
         yield chunk(content="")
         if "SILENT" in text:
             await asyncio.sleep(3600)
+        if "DROP" in text:
+            yield chunk(content="Partial answer before the crash")
+            await asyncio.sleep(2.5)  # longer than the save interval the tests use
+            raise ConnectionAbortedError("the fake server dies mid-answer")
         if "HANG" in text:
             yield chunk(content="Starting to answer")
             await asyncio.sleep(3600)

@@ -102,3 +102,18 @@ def test_every_typed_key_with_a_wrong_value_gives_one_line_naming_it() -> None:
         assert "\n" not in message and f"RCHAT_{name.upper()}='{bad}'" in message, message
         checked += 1
     assert checked >= 25
+
+
+def test_a_settings_file_that_is_not_utf8_gives_one_line(tmp_path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_bytes(b"RCHAT_UI_PORT=7\xff\xfe1\n")
+    with pytest.raises(SettingsError) as err:
+        load_settings(_env_file=env_file)
+    assert "not UTF-8" in str(err.value) and str(env_file) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_users_that_are_not_json_give_one_line(monkeypatch) -> None:
+    monkeypatch.setenv("RCHAT_USERS", "alice:secret")
+    with pytest.raises(SettingsError) as err:
+        load_settings(_env_file=None)
+    assert "RCHAT_USERS" in str(err.value) and "JSON" in str(err.value) and "secret" not in str(err.value)

@@ -1,0 +1,84 @@
+"""Chainlit's SQLAlchemy data layer on our SQLite file, with the three things SQLite needs from us.
+
+1. Lists and dicts (tags, modes) are stored as JSON text: SQLite cannot bind them.
+2. JSON columns come back decoded, as the page and `on_chat_resume` expect dicts and lists.
+3. A failed write is not only logged (the base class swallows it): the user is told once per chat
+   that the history could not be saved, so nobody believes a verdict was recorded when it was not.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
+from sqlalchemy import event, text
+from sqlalchemy.exc import SQLAlchemyError
+
+log = logging.getLogger(__name__)
+JSON_COLUMNS = {"metadata", "tags", "generation", "modes", "step_metadata", "step_tags", "step_generation",
+                "thread_metadata", "thread_tags"}
+SAVE_FAILED = ("This chat could not be saved to the history database ({reason}). It stays on this page; "
+               "use *Export chat* to keep a copy, and ask whoever runs the app to check the disk.")
+
+
+def _decode(key: str, value: Any) -> Any:
+    if key in JSON_COLUMNS and isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+class HistoryStore(SQLAlchemyDataLayer):
+    def __init__(self, path: Path) -> None:
+        super().__init__(conninfo=f"sqlite+aiosqlite:///{path}", storage_provider=None)
+        self.path = path
+        event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+
+    async def execute_sql(self, query: str, parameters: dict):
+        parameters = {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in parameters.items()}
+        async with self.async_session() as session:
+            try:
+                await session.begin()
+                result = await session.execute(text(query), parameters)
+                await session.commit()
+                if result.returns_rows:
+                    return [{k: _decode(k, v) for k, v in row._mapping.items()} for row in result.fetchall()]
+                return result.rowcount
+            except SQLAlchemyError as err:
+                await session.rollback()
+                log.warning("history database error: %s", err)
+                await _tell_user_once(str(getattr(err, "orig", None) or err).splitlines()[0])
+                return None
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA busy_timeout = 10000")  # the export CLI may read while we write
+    cursor.close()
+
+
+async def _tell_user_once(reason: str) -> None:
+    from chainlit.context import context
+    from chainlit.message import Message
+
+    from backend.chat_view import NOTICE, as_notice
+
+    try:
+        session = context.session
+    except Exception:  # noqa: BLE001 - no chat around this write (startup, a REST call)
+        return
+    flags = getattr(session, "rchat_flags", None)
+    if flags is None:
+        flags = session.rchat_flags = set()
+    if "save failed" in flags:
+        return
+    flags.add("save failed")
+    try:
+        await Message(content=as_notice(SAVE_FAILED.format(reason=reason)), author=NOTICE).send()
+    except Exception:  # noqa: BLE001 - the notice itself must never break the chat
+        log.exception("could not show the save-failed notice")

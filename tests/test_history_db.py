@@ -1,0 +1,97 @@
+"""The history database file: created, migrated from an older schema, and refused when unusable.
+
+All on real SQLite files. "Refused" must leave the file byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from backend.history_db import SCHEMA_VERSION, TABLES, HistoryUnavailable, prepare
+
+# The schema as Chainlit's docs gave it before `command`, `modes`, `autoCollapse` and `defaultOpen`
+# were added to steps: what a user who followed the cookbook by hand has on disk (user_version 0).
+OLDER_SCHEMA = """
+CREATE TABLE users ("id" TEXT PRIMARY KEY, "identifier" TEXT NOT NULL UNIQUE, "metadata" TEXT NOT NULL, "createdAt" TEXT);
+CREATE TABLE threads ("id" TEXT PRIMARY KEY, "createdAt" TEXT, "name" TEXT, "userId" TEXT, "userIdentifier" TEXT,
+                      "tags" TEXT, "metadata" TEXT);
+CREATE TABLE steps ("id" TEXT PRIMARY KEY, "name" TEXT NOT NULL, "type" TEXT NOT NULL, "threadId" TEXT NOT NULL,
+                    "parentId" TEXT, "streaming" BOOLEAN NOT NULL, "waitForAnswer" BOOLEAN, "isError" BOOLEAN,
+                    "metadata" TEXT, "tags" TEXT, "input" TEXT, "output" TEXT, "createdAt" TEXT, "start" TEXT,
+                    "end" TEXT, "generation" TEXT, "showInput" TEXT, "language" TEXT, "indent" INT);
+CREATE TABLE elements ("id" TEXT PRIMARY KEY, "threadId" TEXT, "type" TEXT, "url" TEXT, "chainlitKey" TEXT,
+                       "name" TEXT NOT NULL, "display" TEXT, "objectKey" TEXT, "size" TEXT, "page" INT,
+                       "language" TEXT, "forId" TEXT, "mime" TEXT);
+CREATE TABLE feedbacks ("id" TEXT PRIMARY KEY, "forId" TEXT NOT NULL, "threadId" TEXT NOT NULL, "value" INT NOT NULL,
+                        "comment" TEXT);
+INSERT INTO threads VALUES ('t1', '2025-01-01', 'old chat', 'u1', 'alice', NULL, '{}');
+INSERT INTO steps ("id", "name", "type", "threadId", "streaming", "output")
+    VALUES ('s1', 'alice', 'user_message', 't1', 0, 'an old question');
+"""
+
+
+def columns(path: Path, table: str) -> set[str]:
+    with sqlite3.connect(path) as db:
+        return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def test_a_new_file_gets_the_whole_schema(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "history.sqlite3"
+    assert "created" in prepare(path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    for table, wanted in TABLES.items():
+        assert columns(path, table) == {name for name, _ in wanted}
+    assert "schema 1" in prepare(path)  # a second start changes nothing
+
+
+def test_an_older_schema_is_migrated_after_a_backup_and_keeps_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.executescript(OLDER_SCHEMA)
+    before = path.read_bytes()
+    said = prepare(path)
+    assert "migrated" in said and "schema 0" in said
+    assert {"command", "modes", "autoCollapse", "defaultOpen"} <= columns(path, "steps")
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT output FROM steps WHERE id = 's1'").fetchone() == ("an old question",)
+    backup = tmp_path / "history.sqlite3.schema-v0.bak"
+    with sqlite3.connect(backup) as db:
+        assert db.execute("SELECT name FROM threads").fetchall() == [("old chat",)]
+    assert len(before) > 0
+
+
+def test_a_newer_schema_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    prepare(path)
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    before = path.read_bytes()
+    with pytest.raises(HistoryUnavailable, match="newer version of this app"):
+        prepare(path)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", [b"this is not a database at all\n" * 40,
+                                     b"SQLite format 3\x00" + b"\xff" * 4000])
+def test_a_damaged_file_is_refused_with_a_message_and_left_untouched(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "history.sqlite3"
+    path.write_bytes(content)
+    with pytest.raises(HistoryUnavailable) as err:
+        prepare(path)
+    assert str(path) in str(err.value) and "RCHAT_HISTORY_DB" in str(err.value)
+    assert "\n" not in str(err.value)
+    assert path.read_bytes() == content
+
+
+def test_a_read_only_file_is_refused_with_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    prepare(path)
+    path.chmod(0o444)
+    before = path.read_bytes()
+    with pytest.raises(HistoryUnavailable, match=r"read-only.*chmod u\+w"):
+        prepare(path)
+    assert path.read_bytes() == before
