@@ -30,11 +30,12 @@ def _records(db: sqlite3.Connection, *, thread_id: str | None, user: str | None,
     query = """
         SELECT s.id, s.output, s.metadata, s."createdAt", t.id AS thread_id, t.name AS thread_name,
                t."userIdentifier" AS user, f.value AS feedback_value, f.comment AS feedback_comment
-        FROM steps s JOIN threads t ON t.id = s."threadId" LEFT JOIN feedbacks f ON f."forId" = s.id
+        FROM steps s JOIN threads t ON t.id = s."threadId" LEFT JOIN feedbacks f ON f."forId" IN (s.id, s."parentId")
         WHERE s.type = 'assistant_message' AND s.metadata LIKE '%"rchat"%'
           AND (:thread IS NULL OR t.id = :thread) AND (:user IS NULL OR t."userIdentifier" = :user)
         ORDER BY t."createdAt", s."createdAt"
     """
+    # Chainlit's page attaches feedback to the run step around the answer (its parent), not the message.
     records = []
     for row in db.execute(query, {"thread": thread_id, "user": user}):
         meta = json.loads(row["metadata"] or "{}").get(RECORD_KEY) or {}
