@@ -57,7 +57,7 @@ def running_requests(server: VLLMServer) -> float:
 def test_starter_streams_an_answer_with_stats(real_app: str) -> None:
     with browser_page(real_app, screenshot=shot("starter-answer")) as page:
         assert "smollm2-135m-instruct" in page.inner_text("#welcome-screen")
-        page.get_by_text("9.11 or 9.8?").first.click()
+        page.locator("#starters").get_by_text("9.11 or 9.8?").first.click()
         first = wait_for(lambda: (answers(page) or [""])[-1].strip(), timeout=60)
         later = wait_for(lambda: len(answers(page)[-1]) > len(first) + 20 and answers(page)[-1], timeout=60)
         assert later.startswith(first[:10])  # the same answer grew: it streamed in
@@ -167,6 +167,6 @@ def test_backend_down_is_shown_and_the_chat_recovers_when_it_is_back(tmp_path) -
 
 def test_a_starter_answer_is_checked_against_the_answer_key(fake_app: str) -> None:
     with browser_page(fake_app, screenshot=shot("answer-key")) as page:
-        page.get_by_text("9.11 or 9.8?").first.click()  # the fake answers "The bigger number is **9.8**."
+        page.locator("#starters").get_by_text("9.11 or 9.8?").first.click()  # the fake answers "The bigger number is **9.8**."
         final = wait_for(lambda: "finish:" in (answers(page) or [""])[-1] and answers(page)[-1], timeout=30)
         assert "Answer key: correct (expected: 9.8)" in final
