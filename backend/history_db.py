@@ -19,6 +19,7 @@ import stat
 from pathlib import Path
 
 SCHEMA_VERSION = 1
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 # table -> columns (name, SQL type). Quoted camelCase names, because Chainlit's SQL uses them.
 TABLES: dict[str, list[tuple[str, str]]] = {
@@ -78,9 +79,7 @@ def _check_file(path: Path) -> None:
     if not path.stat().st_mode & stat.S_IWUSR:
         raise HistoryUnavailable(f"The history database {path} is read-only. Make it writable "
                                  f"(chmod u+w {path}) or set RCHAT_HISTORY_DB to another file, then restart.")
-    with open(path, "rb") as f:
-        head = f.read(16)
-    if head and head != b"SQLite format 3\x00":
+    if path.stat().st_size and not _is_sqlite(path):
         raise HistoryUnavailable(f"The history database {path} is not a SQLite file (damaged or something else). "
                                  "It was left untouched: move it away or set RCHAT_HISTORY_DB to a new file, then restart.")
 
@@ -147,13 +146,13 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     """A read-only connection for export: it can never change what is stored."""
     if not path.exists():
         raise HistoryUnavailable(f"There is no history database at {path} yet (RCHAT_HISTORY_DB): nothing to export.")
-    _check_readable(path)
+    if not _is_sqlite(path):
+        raise HistoryUnavailable(f"The history database {path} is not a SQLite file (damaged or something else).")
     db = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
     db.row_factory = sqlite3.Row
     return db
 
 
-def _check_readable(path: Path) -> None:
+def _is_sqlite(path: Path) -> bool:
     with open(path, "rb") as f:
-        if f.read(16) != b"SQLite format 3\x00":
-            raise HistoryUnavailable(f"The history database {path} is not a SQLite file (damaged or something else).")
+        return f.read(16) == SQLITE_HEADER

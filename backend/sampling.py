@@ -22,13 +22,23 @@ class Sampling:
     seed: int | None
 
 
-def model_generation_defaults(model_path: str) -> dict[str, Any]:
-    """temperature/top_p from the model's generation_config.json, which vLLM also applies by default."""
-    path = Path(model_path) / "generation_config.json"
+# Keys of generation_config.json that change sampling when a request leaves them out.
+SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
+                 "frequency_penalty", "max_new_tokens")
+
+
+def generation_config(model_path: str) -> dict[str, Any]:
+    """The sampling keys of the model's generation_config.json, which vLLM applies by default."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads((Path(model_path) / "generation_config.json").read_text())
     except (OSError, ValueError):
         return {}
+    return {k: data[k] for k in SAMPLING_KEYS if k in data}
+
+
+def model_generation_defaults(model_path: str) -> dict[str, Any]:
+    """temperature/top_p from the model's generation_config.json, the defaults of a new chat."""
+    data = generation_config(model_path)
     return {k: data[k] for k in ("temperature", "top_p") if isinstance(data.get(k), (int, float))}
 
 

@@ -8,21 +8,17 @@ commit. Exports add the feedback given since.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from datetime import datetime, timezone
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import httpx
 
+from backend.sampling import generation_config
 from backend.settings import PROJECT_ROOT, Settings
 
 MONOTONIC = ("started", "first_token_at", "reasoning_started", "reasoning_ended", "ended")  # meaningless later
-# Keys of generation_config.json that change sampling when a request leaves them out.
-SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
-                 "frequency_penalty", "max_new_tokens")
 _versions: dict[str, str] = {}
 
 
@@ -38,14 +34,6 @@ def app_commit() -> str:
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-
-
-def generation_config(model_path: str) -> dict[str, Any]:
-    try:
-        data = json.loads((Path(model_path) / "generation_config.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return {k: data[k] for k in SAMPLING_KEYS if k in data}
 
 
 async def server_version(settings: Settings) -> str:
