@@ -1,8 +1,10 @@
-"""Chainlit's SQLAlchemy data layer on our SQLite file, with the three things SQLite needs from us.
+"""Chainlit's SQLAlchemy data layer on our SQLite file, with the four things SQLite needs from us.
 
 1. Lists and dicts (tags, modes) are stored as JSON text: SQLite cannot bind them.
 2. JSON columns come back decoded, as the page and `on_chat_resume` expect dicts and lists.
-3. A failed write is not only logged (the base class swallows it): the user is told once per chat
+3. Text that cannot be UTF-8 (an unpaired surrogate from a paste of binary junk) is stored with
+   U+FFFD in its place; SQLite would refuse the whole row otherwise, losing the question.
+4. A failed write is not only logged (the base class swallows it): the user is told once per chat
    that the history could not be saved, so nobody believes a verdict was recorded when it was not.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +21,19 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import SQLAlchemyError
 
 log = logging.getLogger(__name__)
+SURROGATE = re.compile("[\ud800-\udfff]")
 JSON_COLUMNS = {"metadata", "tags", "generation", "modes", "step_metadata", "step_tags", "step_generation",
                 "thread_metadata", "thread_tags"}
 SAVE_FAILED = ("This chat could not be saved to the history database ({reason}). It stays on this page; "
                "use *Export chat* to keep a copy, and ask whoever runs the app to check the disk.")
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)  # ASCII-escaped, so surrogates inside are safe
+    if isinstance(value, str):
+        return SURROGATE.sub("\ufffd", value)
+    return value
 
 
 def _decode(key: str, value: Any) -> Any:
@@ -40,7 +52,7 @@ class HistoryStore(SQLAlchemyDataLayer):
         event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
 
     async def execute_sql(self, query: str, parameters: dict):
-        parameters = {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in parameters.items()}
+        parameters = {k: _encode(v) for k, v in parameters.items()}
         async with self.async_session() as session:
             try:
                 await session.begin()

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from pathlib import Path
 
 import pytest
 
 from backend.chainlit_client import ChainlitSession
+from backend.export import load_records
 from tests.conftest import free_port
 from tests.ui_harness import chainlit_app
 
 
 @pytest.fixture(scope="module")
-def fake_ui(fake_server_url: str, tmp_path_factory):
+def ui_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("sock-ui")
+
+
+@pytest.fixture(scope="module")
+def fake_ui(fake_server_url: str, ui_dir: Path):
     """The real app on the fake server (its answers take ~2 s, long enough to send a burst into)."""
     env = {"RCHAT_BASE_URL": fake_server_url,
            # a small context, so that a few turns overflow it
            "RCHAT_MAX_MODEL_LEN": "1500", "RCHAT_DEFAULT_MAX_TOKENS": "200"}
-    with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("sock-ui"), env=env) as url:
+    with chainlit_app(ui_port=free_port(), log_dir=ui_dir, env=env) as url:
         yield url
 
 
@@ -76,3 +84,23 @@ async def test_a_one_megabyte_message_gets_a_clear_answer_and_the_session_lives(
         assert "the limit is 16,000" in texts(answer)
         answer = await session.ask("FIELD", timeout=30)
         assert "9.8 is bigger." in texts(answer)
+
+
+async def test_binary_junk_and_invalid_utf8_are_cleaned_answered_and_stored(fake_ui: str, ui_dir: Path) -> None:
+    """Every byte value, unpaired surrogates (what invalid UTF-8 becomes in a JSON string) and
+    a NUL: the user is told what was removed, gets an answer, and the history keeps the question."""
+    junk = bytes(range(256)).decode("latin-1") + " \ud800 \udfff\ud83d end"
+    async with ChainlitSession(fake_ui) as session:
+        answer = await session.ask("FIELD " + junk, timeout=30)
+        said = texts(answer)
+        assert "control character(s) were removed" in said and "9.8 is bigger." in said
+        assert "could not be saved" not in said and "Traceback" not in said
+        thread_id = session.thread_id
+    db = ui_dir / "data" / "history.sqlite3"
+    [record] = load_records(db, thread_id=thread_id)
+    assert record["outcome"] == "complete" and record["question"].startswith("FIELD ")
+    assert record["question"].endswith(" end") and "\x00" not in record["question"]
+    with sqlite3.connect(db) as con:  # the user's own message step, as the sidebar will show it
+        [(shown,)] = con.execute("SELECT output FROM steps WHERE \"threadId\" = ? AND type = 'user_message'",
+                                 (thread_id,)).fetchall()
+    assert shown.startswith("FIELD ") and shown.endswith(" end") and "\ufffd" in shown
