@@ -38,7 +38,8 @@ class ChainlitSession:
         self.thread_id = thread_id  # the server names a new thread at the first message
         self.sio = socketio.AsyncClient(reconnection=False)
         self.current: UiAnswer | None = None
-        self._done = asyncio.Event()
+        self._task_ends = 0  # task_end events so far: one per finished handler
+        self._task_ended = asyncio.Event()
         self.messages: list[dict] = []
         self.sio.on("stream_token", self._on_token)
         self.sio.on("new_message", self._on_message)
@@ -62,13 +63,13 @@ class ChainlitSession:
         if self.resume_id:
             auth["threadId"] = self.resume_id
         await self.sio.connect(self.url, socketio_path="/ws/socket.io", auth=auth, transports=["websocket"],
-                               headers={"Cookie": cookie})
-        self._done.clear()
+                               headers={"Cookie": cookie}, wait_timeout=60)  # 1 s by default: too short under load
         await self.sio.emit("connection_successful")
-        # The server answers connection_successful with a task_end; wait for it so that it is not
-        # mistaken for the end of our first question, then give on_chat_start a moment to run.
-        await asyncio.wait_for(self._done.wait(), 60)
-        await asyncio.sleep(0.3)
+        # The server answers connection_successful with a task_end, then runs on_chat_start (or
+        # on_chat_resume, for a thread id) as a task of its own, which ends with a second one. Wait
+        # for both, so that neither is mistaken for the end of our first question: under load the
+        # start hook can take seconds.
+        await self._wait_task_ends(2, timeout=120)
 
     async def __aenter__(self) -> ChainlitSession:
         try:
@@ -84,10 +85,17 @@ class ChainlitSession:
     async def ask(self, text: str, *, timeout: float = 300) -> UiAnswer:
         """Send one message and wait until the app's handler has finished with it."""
         self.current = UiAnswer(sent_at=time.perf_counter())
-        self._done.clear()
+        before = self._task_ends
         await self.send(text)
-        await asyncio.wait_for(self._done.wait(), timeout)
+        await self._wait_task_ends(before + 1, timeout=timeout)
         return self.current
+
+    async def _wait_task_ends(self, count: int, *, timeout: float) -> None:
+        async def reached() -> None:
+            while self._task_ends < count:
+                self._task_ended.clear()
+                await self._task_ended.wait()
+        await asyncio.wait_for(reached(), timeout)
 
     async def send(self, text: str) -> None:
         payload = {"message": {"id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message",
@@ -108,7 +116,8 @@ class ChainlitSession:
         self.thread_id = data.get("thread_id") or self.thread_id
 
     async def _on_task_end(self, _data: object = None) -> None:
-        self._done.set()
+        self._task_ends += 1
+        self._task_ended.set()
 
     async def close(self) -> None:
         await self.sio.disconnect()

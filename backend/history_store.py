@@ -1,15 +1,18 @@
-"""Chainlit's SQLAlchemy data layer on our SQLite file, with the four things SQLite needs from us.
+"""Chainlit's SQLAlchemy data layer on our SQLite file, with what SQLite needs from us.
 
 1. Lists and dicts (tags, modes) are stored as JSON text: SQLite cannot bind them.
 2. JSON columns come back decoded, as the page and `on_chat_resume` expect dicts and lists.
 3. Text that cannot be UTF-8 (an unpaired surrogate from a paste of binary junk) is stored with
    U+FFFD in its place; SQLite would refuse the whole row otherwise, losing the question.
-4. A failed write is not only logged (the base class swallows it): the user is told once per chat
+4. Logins are saved one at a time: Chainlit's create_user reads, then inserts, so two first logins of
+   one user at once (a booth's tabs reopening) raced into a UNIQUE-constraint error.
+5. A failed write is not only logged (the base class swallows it): the user is told once per chat
    that the history could not be saved, so nobody believes a verdict was recorded when it was not.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -50,6 +53,11 @@ class HistoryStore(SQLAlchemyDataLayer):
         super().__init__(conninfo=f"sqlite+aiosqlite:///{path}", storage_provider=None)
         self.path = path
         event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self._user_lock = asyncio.Lock()
+
+    async def create_user(self, user):
+        async with self._user_lock:
+            return await super().create_user(user)
 
     async def execute_sql(self, query: str, parameters: dict):
         parameters = {k: _encode(v) for k, v in parameters.items()}

@@ -99,17 +99,25 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
-def port_holder(port: int) -> str:
-    """'pid 123 (python -m vllm...)' for whoever listens on the port, or a hint when it can't be seen."""
+def listener_pid(port: int) -> int | None:
+    """The id of the process listening on a TCP port, if we may see it."""
     try:
         conns = psutil.net_connections(kind="inet")
     except psutil.AccessDenied:
-        return "a process we are not allowed to inspect"
+        return None
     for conn in conns:
         if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
-            try:
-                cmd = " ".join(psutil.Process(conn.pid).cmdline())[:120]
-            except psutil.Error:
-                cmd = "?"
-            return f"pid {conn.pid} ({cmd})"
-    return "an unknown process"
+            return conn.pid
+    return None
+
+
+def port_holder(port: int) -> str:
+    """'pid 123 (python -m vllm...)' for whoever listens on the port, or a hint when it can't be seen."""
+    pid = listener_pid(port)
+    if pid is None:
+        return "an unknown process (or one we are not allowed to inspect)"
+    try:
+        cmd = " ".join(psutil.Process(pid).cmdline())[:120]
+    except psutil.Error:
+        cmd = "?"
+    return f"pid {pid} ({cmd})"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -13,6 +15,7 @@ import psutil
 import pytest
 
 from backend import processes
+from backend.chainlit_client import ChainlitSession
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
 
@@ -23,10 +26,10 @@ READY = "chat ready at"
 class RunningService:
     """start_service.sh started with its own ports; remembers every process it spawned."""
 
-    def __init__(self, tmp_path) -> None:
+    def __init__(self, tmp_path, **extra_env: str) -> None:
         self.vllm_port, self.ui_port = free_port(), free_port()
         env = {**os.environ, "RCHAT_VLLM_PORT": str(self.vllm_port), "RCHAT_UI_PORT": str(self.ui_port),
-               "RCHAT_LOG_DIR": str(tmp_path)}
+               "RCHAT_LOG_DIR": str(tmp_path), **extra_env}
         self.proc = subprocess.Popen([str(PROJECT_ROOT / "start_service.sh")], env=env, text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         self.lines: list[str] = []
@@ -119,3 +122,42 @@ def test_a_crashed_vllm_is_restarted_and_answers_again(tmp_path) -> None:
         assert httpx.get(f"http://127.0.0.1:{service.vllm_port}/health").status_code == 200
         status = (tmp_path / f"backend-status-{service.ui_port}.json").read_text()
         assert '"state": "ready"' in status
+
+
+def _backend_cli(data_dir, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "backend", *args], input=stdin, capture_output=True, text=True,
+                          cwd=PROJECT_ROOT, env={**os.environ, "RCHAT_DATA_DIR": str(data_dir)})
+
+
+async def _log_in_and_ask(url: str, user: str, password: str) -> None:
+    with pytest.raises(httpx.HTTPStatusError):
+        await ChainlitSession(url, user=user, password=password + "-wrong").login()
+    async with ChainlitSession(url, user=user, password=password) as session:
+        answer = await session.ask("What is the capital of France?")
+        assert answer.texts, "no answer"
+
+
+def test_the_api_key_auth_secret_and_passwords_never_reach_logs_history_or_exports(tmp_path) -> None:
+    """A whole QA session (login, wrong login, answer, both exports, shutdown), then every file it left is searched."""
+    data_dir, api_key, password = tmp_path / "data", "sk-rchat-test-KEY-5f2a9c", "Correct-Horse-7731"
+    added = _backend_cli(data_dir, "user", "add", "qa1", "--password-stdin", stdin=password + "\n")
+    assert added.returncode == 0, added.stderr
+    with RunningService(tmp_path, RCHAT_DATA_DIR=str(data_dir), RCHAT_API_KEY=api_key,
+                        RCHAT_DEFAULT_MAX_TOKENS="32", VLLM_LOGGING_LEVEL="DEBUG") as service:
+        service.wait_ready()
+        asyncio.run(_log_in_and_ask(f"http://127.0.0.1:{service.ui_port}", "qa1", password))
+        for fmt in ("jsonl", "md"):
+            done = _backend_cli(data_dir, "export", "--format", fmt, "--out", str(tmp_path / f"export.{fmt}"))
+            assert done.returncode == 0, done.stderr
+        os.kill(service.proc.pid, signal.SIGINT)
+        service.proc.wait(timeout=60)
+        console = service.output
+    auth_secret = (data_dir / "auth-secret").read_text().strip()
+    assert len(auth_secret) >= 32 and "qa1" in (tmp_path / "export.jsonl").read_text()
+    secret_files = {data_dir / "auth-secret"}  # where the secret is meant to be, mode 600
+    searched = [p for p in tmp_path.rglob("*") if p.is_file() and p not in secret_files]
+    assert any(p.suffix == ".log" for p in searched) and any("history" in p.name for p in searched)
+    for name, secret in {"API key": api_key, "auth secret": auth_secret, "password": password}.items():
+        assert secret not in console, f"the {name} is in start_service.sh's output"
+        leaks = [str(p) for p in searched if secret.encode() in p.read_bytes()]
+        assert not leaks, f"the {name} is written in {leaks}"
