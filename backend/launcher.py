@@ -64,6 +64,7 @@ class Launcher:
         self.ui: subprocess.Popen | None = None
         self.watchdog = self._start_watchdog()
         self.crashes: list[float] = []
+        self.gave_up = False  # too many crashes: no more restarts; the page says why
         self.state: BackendStatus = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
 
     # --- status published for the UI ---
@@ -173,12 +174,17 @@ class Launcher:
                 code = self.ui.returncode
                 say(f"the chat UI exited with code {code}; stopping vLLM")
                 return code
-            if not self.settings.external and not self.server.is_running():
+            if not self.settings.external and not self.gave_up and not self.server.is_running():
                 self._restart_server()
+                if self.gave_up and self.ui is None:
+                    return 1  # no page to explain it on
             time.sleep(0.5)
 
     def _restart_server(self) -> None:
-        """vLLM died under a running UI: restart with backoff, or give up after too many crashes."""
+        """vLLM died under a running UI: restart with backoff, or give up after too many crashes.
+
+        Giving up keeps the page running: a booth screen then says what happened and what to do,
+        instead of going blank; the console gets the message and the end of vLLM's log."""
         code = self.server.proc.returncode if self.server.proc else None
         tail = self.server.log_tail(15)
         old_pid = self.server.proc.pid if self.server.proc else None
@@ -189,9 +195,14 @@ class Launcher:
         self.crashes = [t for t in self.crashes if now - t < self.settings.restart_window] + [now]
         if len(self.crashes) > self.settings.max_restarts:
             message = (f"vLLM crashed {len(self.crashes)} times in {self.settings.restart_window:.0f} s "
-                       f"(last exit code {code}); giving up. Check {self.server.log_path}.")
+                       f"(last exit code {code}); giving up. Check {self.server.log_path}, then restart "
+                       "with ./start_service.sh.")
             self._publish("failed", message=message)
-            raise ChatAppError(message + "\n" + tail)
+            say(f"error: {message}\nThe end of its log:\n{tail}")
+            if self.ui is not None:
+                say("the chat page stays up and tells its users; Ctrl-C stops it")
+            self.gave_up = True
+            return
         delay = min(30.0, 2.0 ** (len(self.crashes) - 1))
         say(f"vLLM exited with code {code}; restarting in {delay:.0f} s "
             f"(crash {len(self.crashes)} of at most {self.settings.max_restarts})")

@@ -104,3 +104,20 @@ async def test_binary_junk_and_invalid_utf8_are_cleaned_answered_and_stored(fake
         [(shown,)] = con.execute("SELECT output FROM steps WHERE \"threadId\" = ? AND type = 'user_message'",
                                  (thread_id,)).fetchall()
     assert shown.startswith("FIELD ") and shown.endswith(" end") and "\ufffd" in shown
+
+
+async def test_a_history_database_broken_while_running_is_said_once_and_the_chat_goes_on(
+        fake_server_url: str, tmp_path: Path) -> None:
+    """Someone removes the tables under the running app (as a bad restore or a full disk would break
+    writes): the user is told once that saving failed, and still gets every answer on the page."""
+    env = {"RCHAT_BASE_URL": fake_server_url, "RCHAT_DEFAULT_MAX_TOKENS": "200"}
+    with chainlit_app(ui_port=free_port(), log_dir=tmp_path, env=env) as url:
+        async with ChainlitSession(url) as session:
+            assert "9.8 is bigger." in texts(await session.ask("FIELD", timeout=30))
+            with sqlite3.connect(tmp_path / "data" / "history.sqlite3") as con:
+                con.execute("DROP TABLE steps")
+            first = texts(await session.ask("FIELD", timeout=30))
+            second = texts(await session.ask("FIELD", timeout=30))
+    assert "could not be saved to the history database" in first and "Export chat" in first
+    assert "9.8 is bigger." in first and "9.8 is bigger." in second
+    assert "could not be saved" not in second  # once per chat, not on every write

@@ -16,6 +16,8 @@ import pytest
 
 from backend import processes
 from backend.chainlit_client import ChainlitSession
+from backend.chat_view import NOTICE_MARK
+from backend.export import load_records
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
 
@@ -24,12 +26,12 @@ READY = "chat ready at"
 
 
 class RunningService:
-    """start_service.sh started with its own ports; remembers every process it spawned."""
+    """start_service.sh started with its own ports and data folder; remembers every process it spawned."""
 
     def __init__(self, tmp_path, **extra_env: str) -> None:
         self.vllm_port, self.ui_port = free_port(), free_port()
         env = {**os.environ, "RCHAT_VLLM_PORT": str(self.vllm_port), "RCHAT_UI_PORT": str(self.ui_port),
-               "RCHAT_LOG_DIR": str(tmp_path), **extra_env}
+               "RCHAT_LOG_DIR": str(tmp_path), "RCHAT_DATA_DIR": str(tmp_path / "data"), **extra_env}
         self.proc = subprocess.Popen([str(PROJECT_ROOT / "start_service.sh")], env=env, text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         self.lines: list[str] = []
@@ -108,21 +110,68 @@ def test_a_crashed_chat_ui_stops_vllm(tmp_path) -> None:
         assert processes.port_is_free("127.0.0.1", service.vllm_port)
 
 
-def test_a_crashed_vllm_is_restarted_and_answers_again(tmp_path) -> None:
-    with RunningService(tmp_path) as service:
-        service.wait_ready()
-        engine = next(p for p in service.descendants() if "vllm.entrypoints" in " ".join(p.cmdline()))
-        os.killpg(engine.pid, signal.SIGKILL)  # the whole vLLM group, as an out-of-memory kill would
-        deadline = time.monotonic() + 300
-        while "vLLM is healthy again" not in service.output:
-            assert time.monotonic() < deadline, service.output
-            assert service.proc.poll() is None, service.output
-            time.sleep(1)
-        assert "restarting in" in service.output
-        assert httpx.get(f"http://127.0.0.1:{service.vllm_port}/health").status_code == 200
-        status = (tmp_path / f"backend-status-{service.ui_port}.json").read_text()
-        assert '"state": "ready"' in status
+def _kill_vllm(service: RunningService) -> None:
+    engine = next(p for p in service.descendants() if "vllm.entrypoints" in " ".join(p.cmdline()))
+    os.killpg(engine.pid, signal.SIGKILL)  # the whole vLLM group, as an out-of-memory kill would
 
+
+def _wait_for_output(service: RunningService, text: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in service.output:
+        assert time.monotonic() < deadline, service.output
+        assert service.proc.poll() is None, service.output
+        time.sleep(0.5)
+
+
+async def _kill_mid_answer(url: str, service: RunningService) -> tuple[list[str], str]:
+    """Ask for a long answer and kill vLLM once a few tokens are on the page; the page's final answer texts."""
+    async with ChainlitSession(url) as session:
+        asked = asyncio.create_task(session.ask("Write a long story about a robot who learns to paint.", timeout=300))
+        while not (session.current and len(session.current.token_times) >= 5):
+            assert not asked.done(), "the answer ended before vLLM could be killed"
+            await asyncio.sleep(0.05)
+        _kill_vllm(service)
+        answer = await asked
+        return [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK)], session.thread_id
+
+
+async def _ask(url: str, question: str) -> tuple[str, list[str]]:
+    """Everything the page said while answering (notices included, every update), and the answers."""
+    async with ChainlitSession(url) as session:
+        answer = await session.ask(question, timeout=300)
+        said = "\n".join(m.get("output", "") for m in session.messages)
+    return said, [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK)]
+
+
+def test_a_crashed_vllm_is_restarted_and_repeated_crashes_are_given_up_on_with_the_page_saying_so(tmp_path) -> None:
+    with RunningService(tmp_path, RCHAT_MAX_RESTARTS="1", RCHAT_DEFAULT_MAX_TOKENS="400") as service:
+        service.wait_ready()
+        url, status_file = f"http://127.0.0.1:{service.ui_port}", tmp_path / f"backend-status-{service.ui_port}.json"
+        # Killed in the middle of an answer: it ends with a message and keeps its text, on the page and stored.
+        [shown], thread_id = asyncio.run(_kill_mid_answer(url, service))
+        assert "broke in the middle of the answer" in shown
+        [stored] = load_records(tmp_path / "data" / "history.sqlite3", thread_id=thread_id)
+        assert stored["outcome"] == "interrupted" and len(stored["answer"]) > 5 and stored["answer"] in shown
+        # A question asked while vLLM restarts: the page says so, waits, and answers once it is back.
+        said, answers = asyncio.run(_ask(url, "What is 2 plus 2?"))
+        assert "restarting" in said and "ready again; answering now" in said
+        assert len(answers) == 1 and answers[0].strip()
+        assert "restarting in" in service.output and "vLLM is healthy again" in service.output
+        assert httpx.get(f"http://127.0.0.1:{service.vllm_port}/health").status_code == 200
+
+        _kill_vllm(service)  # a second crash in the window: over RCHAT_MAX_RESTARTS=1
+        _wait_for_output(service, "giving up")
+        assert "The end of its log:" in service.output and "vLLM crashed 2 times" in service.output
+        assert '"state": "failed"' in status_file.read_text()
+        said, answers = asyncio.run(_ask(url, "What is 3 plus 3?"))  # the page is still up, and says why
+        assert "will not be restarted automatically" in said and "./start_service.sh" in said
+        assert answers == [] and "Traceback" not in said
+        assert processes.port_is_free("127.0.0.1", service.vllm_port)
+        spawned = service.descendants()
+        os.kill(service.proc.pid, signal.SIGINT)
+        assert service.proc.wait(timeout=60) == 128 + signal.SIGINT
+        assert not _all_gone(spawned, timeout=30)
+        assert processes.port_is_free("127.0.0.1", service.ui_port)
 
 def _backend_cli(data_dir, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "backend", *args], input=stdin, capture_output=True, text=True,
