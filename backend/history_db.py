@@ -113,15 +113,43 @@ def prepare(path: Path) -> str:
         db.close()
 
 
-def _prepare(db: sqlite3.Connection, path: Path) -> str:
+def inspect(path: Path) -> str:
+    """What prepare() would do, changing nothing (for `backend check` and the launcher's preflight).
+
+    Raises HistoryUnavailable for the files prepare() would refuse.
+    """
+    _check_file(path)
+    if not path.exists() or not path.stat().st_size:
+        return f"history database {path} will be created"
+    try:
+        db = _open_readonly(path)
+        try:
+            version = _usable_version(db, path)
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as err:
+        raise HistoryUnavailable(f"The history database {path} cannot be used ({err}). It was left as it was: "
+                                 "move it away or set RCHAT_HISTORY_DB to a new file, then restart.") from None
+    if version == SCHEMA_VERSION:
+        return f"history database {path} (schema {version})"
+    return f"history database {path} will be migrated from schema {version} to {SCHEMA_VERSION}, after a backup"
+
+
+def _usable_version(db: sqlite3.Connection, path: Path) -> int:
+    """The file's schema version, if this app can use it."""
     if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
         raise sqlite3.DatabaseError("integrity check failed")
     version = db.execute("PRAGMA user_version").fetchone()[0]
-    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if version > SCHEMA_VERSION:
         raise HistoryUnavailable(f"The history database {path} has schema version {version}, made by a newer "
                                  f"version of this app (this one knows up to {SCHEMA_VERSION}). Update the app, or "
                                  "set RCHAT_HISTORY_DB to another file.")
+    return version
+
+
+def _prepare(db: sqlite3.Connection, path: Path) -> str:
+    version = _usable_version(db, path)
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if version == SCHEMA_VERSION:
         return f"history database {path} (schema {version})"
     fresh = not tables
@@ -148,9 +176,17 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         raise HistoryUnavailable(f"There is no history database at {path} yet (RCHAT_HISTORY_DB): nothing to export.")
     if not _is_sqlite(path):
         raise HistoryUnavailable(f"The history database {path} is not a SQLite file (damaged or something else).")
-    db = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
+    db = _open_readonly(path)
     db.row_factory = sqlite3.Row
     return db
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    # A read-only connection to a WAL database creates -wal and -shm files it cannot remove again.
+    # With no -wal file, nobody is writing and every commit is in the main file: open it immutable,
+    # which creates nothing. With one (the app is running), read through it as usual.
+    wal = path.with_name(path.name + "-wal").exists()
+    return sqlite3.connect(f"file:{os.fspath(path)}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
 
 
 def _is_sqlite(path: Path) -> bool:

@@ -91,6 +91,8 @@ class Launcher:
     # --- the steps ---
     def run(self) -> int:
         try:
+            if not self.settings.external:
+                self.server.check_can_start()  # model and port first: a doomed start touches no data
             if self.with_ui and not self._preflight():
                 return 2
             self._check_ui_port()

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 
 from backend.accounts import AccountsError, ensure_auth_secret, load_users
-from backend.history_db import HistoryUnavailable, prepare
+from backend.history_db import HistoryUnavailable, inspect, prepare
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -28,12 +28,13 @@ class QaSetup:
         return bool(self.users)
 
 
-def history_problem(settings: Settings) -> str:
-    """'' when the history database is usable (created or migrated now if needed), else why not."""
+def history_problem(settings: Settings, *, change: bool = True) -> str:
+    """'' when the history database is usable, else why not. With change, it is created or migrated
+    now if needed; without, only looked at."""
     if not settings.history:
         return "History is off (RCHAT_HISTORY=false): answers are not saved."
     try:
-        log.info(prepare(settings.history_path))
+        log.info((prepare if change else inspect)(settings.history_path))
     except HistoryUnavailable as err:
         return f"History is off: {err} Answers in this chat are not saved."
     return ""
@@ -53,13 +54,14 @@ def set_up(settings: Settings) -> QaSetup:
 
 
 def preflight(settings: Settings) -> list[str]:
-    """Problems to print before starting anything: a bad users file stops us, a bad database warns."""
+    """Problems to print before starting anything: a bad users file stops us, a bad database warns.
+    Changes nothing on disk, so that a start that fails later (or `backend check`) leaves data as it was."""
     problems = []
     try:
         load_users(settings)
     except AccountsError as err:
         problems.append(f"error: {err}")
-    reason = history_problem(settings)
+    reason = history_problem(settings, change=False)  # the page itself creates or migrates it
     if reason:
         problems.append(f"warning: {reason}")
     return problems

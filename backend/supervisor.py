@@ -114,14 +114,15 @@ class VLLMServer:
         if self.settings.external:
             self.phase = "waiting for the external server"
             return
-        self._check_can_start()
+        self.check_can_start()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.write_text("")  # one log per run: the tail must be this run's
         env = {**os.environ, **self.launch.env}
         self.proc = processes.spawn_group(self.launch.argv, env=env, log_path=self.log_path)
         self.phase = "launching"
 
-    def _check_can_start(self) -> None:
+    def check_can_start(self) -> None:
+        """Refuse a model that is not there and a port that is taken, before anything is launched."""
         problem = model_problem(self.settings)
         if problem:
             raise ModelNotUsable(f"Cannot start the model server: {problem}.")

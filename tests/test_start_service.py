@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from backend import processes
 from backend.chainlit_client import ChainlitSession
 from backend.chat_view import NOTICE_MARK
 from backend.export import load_records
+from backend.history_db import prepare
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
 
@@ -210,3 +212,39 @@ def test_the_api_key_auth_secret_and_passwords_never_reach_logs_history_or_expor
         assert secret not in console, f"the {name} is in start_service.sh's output"
         leaks = [str(p) for p in searched if secret.encode() in p.read_bytes()]
         assert not leaks, f"the {name} is written in {leaks}"
+
+
+def _snapshot(folder) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("RCHAT_VLLM_PORT", "abc", "RCHAT_VLLM_PORT='abc'"),
+    ("RCHAT_DEFAULT_TEMPERATURE", "9", "less than or equal to 2"),
+    ("RCHAT_MAX_RESTARTS", "-1", "greater than or equal to 0"),
+    ("RCHAT_USERS", "{not json", "it must be JSON"),
+    ("RCHAT_HISTORY", "maybe", "RCHAT_HISTORY='maybe'"),
+    ("RCHAT_MODEL", "/nonexistent/model", "model path /nonexistent/model does not exist"),
+    ("RCHAT_MODEL", str(PROJECT_ROOT / "backend"), "has no config.json"),
+], ids=lambda v: str(v)[:24])
+def test_a_bad_setting_stops_the_start_in_one_line_and_changes_nothing_stored(tmp_path, key, value, says) -> None:
+    """An existing data folder (history with a chat in it, a user) is byte for byte the same after."""
+    data_dir = tmp_path / "data"
+    assert _backend_cli(data_dir, "user", "add", "qa1", "--password-stdin", stdin="Correct-Horse-7731\n").returncode == 0
+    prepare(data_dir / "history.sqlite3")  # the app's own schema, in WAL mode
+    con = sqlite3.connect(data_dir / "history.sqlite3")
+    with con:
+        con.execute("CREATE TABLE kept (note TEXT)")
+        con.execute("INSERT INTO kept VALUES ('a chat someone cares about')")
+    con.close()
+    before = _snapshot(data_dir)
+    ports = free_port(), free_port()
+    env = {**os.environ, "RCHAT_VLLM_PORT": str(ports[0]), "RCHAT_UI_PORT": str(ports[1]),
+           "RCHAT_LOG_DIR": str(tmp_path / "logs"), "RCHAT_DATA_DIR": str(data_dir), key: value}
+    done = subprocess.run([str(PROJECT_ROOT / "start_service.sh")], env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode in (1, 2), done.stdout + done.stderr
+    errors = [line for line in (done.stdout + done.stderr).splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and says in errors[0], done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert _snapshot(data_dir) == before
+    assert all(processes.port_is_free("127.0.0.1", p) for p in ports)
