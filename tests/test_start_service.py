@@ -30,8 +30,8 @@ READY = "chat ready at"
 class RunningService:
     """start_service.sh started with its own ports and data folder; remembers every process it spawned."""
 
-    def __init__(self, tmp_path, **extra_env: str) -> None:
-        self.vllm_port, self.ui_port = free_port(), free_port()
+    def __init__(self, tmp_path, ports: tuple[int, int] | None = None, **extra_env: str) -> None:
+        self.vllm_port, self.ui_port = ports or (free_port(), free_port())
         env = {**os.environ, "RCHAT_VLLM_PORT": str(self.vllm_port), "RCHAT_UI_PORT": str(self.ui_port),
                "RCHAT_LOG_DIR": str(tmp_path), "RCHAT_DATA_DIR": str(tmp_path / "data"), **extra_env}
         self.proc = subprocess.Popen([str(PROJECT_ROOT / "start_service.sh")], env=env, text=True,
@@ -98,6 +98,10 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
         if sig != signal.SIGKILL:
             assert service.proc.wait(timeout=30) == 128 + sig
             assert "all stopped" in service.output
+    if sig == signal.SIGKILL:  # the hardest case: a second start right after, on the same ports, works
+        with RunningService(tmp_path / "again", ports=(service.vllm_port, service.ui_port)) as again:
+            again.wait_ready()
+            assert httpx.get(f"http://127.0.0.1:{again.ui_port}/").status_code == 200
 
 
 def test_a_crashed_chat_ui_stops_vllm(tmp_path) -> None:

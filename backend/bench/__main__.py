@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from contextlib import ExitStack
-from datetime import datetime, timezone
 from pathlib import Path
 
 from backend.bench import report
 from backend.bench.direct import run_direct
 from backend.bench.stats import StreamRecord, summarize
 from backend.processes import free_port
-from backend.settings import PROJECT_ROOT, SettingsError, load_settings
+from backend.settings import PROJECT_ROOT, load_settings
 from backend.supervisor import VLLMServer
 from backend.vllm_command import build_launch, vllm_python
 
@@ -139,14 +137,11 @@ def startup(stack: ExitStack) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        load_settings()
-    except SettingsError as err:
-        print(f"error: {err}", file=sys.stderr)
+    meta = report.start_run(args.label)
+    if meta is None:
         return 2
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    meta = {"date": stamp, "machine": f"{platform.node()} {platform.machine()}", "label": args.label,
-            "max_tokens": args.max_tokens, "repeat": args.repeat, "prompt": PROMPT}
+    stamp = meta["date"]
+    meta.update(max_tokens=args.max_tokens, repeat=args.repeat, prompt=PROMPT)
     try:
         with ExitStack() as stack:
             if args.startup:

@@ -1,8 +1,24 @@
-"""The benchmark's table (terminal, Markdown) and chart (PNG)."""
+"""The benchmark's table (terminal, Markdown) and chart (PNG); what every bench run starts with."""
 
 from __future__ import annotations
 
+import platform
+import sys
+from datetime import datetime, timezone
 from pathlib import Path
+
+from backend.settings import SettingsError, load_settings
+
+
+def start_run(label: str) -> dict | None:
+    """The run's stamp and machine, or None (after saying why) when the user's settings are bad."""
+    try:
+        load_settings()
+    except SettingsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return None
+    return {"date": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
+            "machine": f"{platform.node()} {platform.machine()}", "label": label}
 
 
 def _fmt(value, digits: int = 0) -> str:

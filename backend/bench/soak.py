@@ -21,13 +21,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
 import sys
 import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -37,7 +35,8 @@ from backend.chainlit_client import ChainlitSession
 from backend.chat_view import NOTICE_MARK
 from backend.export import load_records
 from backend.processes import free_port, listener_pid
-from backend.settings import PROJECT_ROOT, SettingsError, load_settings
+from backend.bench.report import start_run
+from backend.settings import PROJECT_ROOT, load_settings
 
 QUESTIONS = ("What is {a} plus {b}?", "Which number is bigger, {a}.11 or {a}.8?",
              "Name a word that rhymes with cat, then count to {b}.", "Is {a} an even number?")
@@ -264,12 +263,9 @@ def report(result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        load_settings()
-    except SettingsError as err:
-        print(f"error: {err}", file=sys.stderr)
+    meta = start_run(args.label)
+    if meta is None:
         return 2
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     try:
         with ExitStack() as stack:
             url, data_dir = (args.url.rstrip("/"), args.data_dir) if args.url else own_page(args, stack)
@@ -280,11 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         say("interrupted: everything this run started has been stopped")
         return 130
     ok = passed(result, args.max_growth_mib)
-    meta = {"date": stamp, "machine": f"{platform.node()} {platform.machine()}", "label": args.label,
-            "minutes": args.minutes, "min_turns": args.turns, "max_tokens": args.max_tokens if not args.url else None,
-            "max_growth_mib": args.max_growth_mib, "passed": ok}
+    meta.update(minutes=args.minutes, min_turns=args.turns, max_tokens=None if args.url else args.max_tokens,
+                max_growth_mib=args.max_growth_mib, passed=ok)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"soak-{stamp}.json"
+    path = args.out / f"soak-{meta['date']}.json"
     path.write_text(json.dumps({"meta": meta, **result}, indent=2, ensure_ascii=False))
     print(report(result))
     print("PASSED" if ok else "FAILED")
