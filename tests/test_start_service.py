@@ -98,10 +98,16 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
         if sig != signal.SIGKILL:
             assert service.proc.wait(timeout=30) == 128 + sig
             assert "all stopped" in service.output
-    if sig == signal.SIGKILL:  # the hardest case: a second start right after, on the same ports, works
-        with RunningService(tmp_path / "again", ports=(service.vllm_port, service.ui_port)) as again:
-            again.wait_ready()
-            assert httpx.get(f"http://127.0.0.1:{again.ui_port}/").status_code == 200
+    if sig == signal.SIGKILL:  # the hardest case for the clean-up
+        _starts_again_on_the_same_ports(tmp_path, service)
+
+
+def _starts_again_on_the_same_ports(tmp_path, service: RunningService) -> None:
+    """A second start right after the first one ended, on its ports: it comes up and answers."""
+    with RunningService(tmp_path / "again", ports=(service.vllm_port, service.ui_port)) as again:
+        again.wait_ready()
+        said, answers = asyncio.run(_ask(f"http://127.0.0.1:{again.ui_port}", "What is 2 plus 2?"))
+        assert len(answers) == 1 and answers[0].strip(), said
 
 
 def test_a_crashed_chat_ui_stops_vllm(tmp_path) -> None:
@@ -114,6 +120,8 @@ def test_a_crashed_chat_ui_stops_vllm(tmp_path) -> None:
         assert not _all_gone(spawned, timeout=30)
         assert "the chat UI exited" in service.output
         assert processes.port_is_free("127.0.0.1", service.vllm_port)
+        assert processes.port_is_free("127.0.0.1", service.ui_port)
+    _starts_again_on_the_same_ports(tmp_path, service)
 
 
 def _kill_vllm(service: RunningService) -> None:
@@ -178,6 +186,8 @@ def test_a_crashed_vllm_is_restarted_and_repeated_crashes_are_given_up_on_with_t
         assert service.proc.wait(timeout=60) == 128 + signal.SIGINT
         assert not _all_gone(spawned, timeout=30)
         assert processes.port_is_free("127.0.0.1", service.ui_port)
+    _starts_again_on_the_same_ports(tmp_path, service)
+
 
 def _backend_cli(data_dir, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "backend", *args], input=stdin, capture_output=True, text=True,
