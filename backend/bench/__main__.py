@@ -25,7 +25,7 @@ from backend.bench.stats import StreamRecord, summarize
 from backend.processes import free_port
 from backend.settings import PROJECT_ROOT, load_settings
 from backend.supervisor import VLLMServer
-from backend.vllm_command import build_launch, vllm_python
+from backend.vllm_command import build_launch, effective_dtype, resolve_device, vllm_python
 
 PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."
 
@@ -111,8 +111,10 @@ def ui_runs(args: argparse.Namespace, stack: ExitStack, url: str, key: str) -> d
 def baseline(args: argparse.Namespace, settings) -> dict:
     levels = args.baseline_levels or args.concurrency
     say(f"transformers baseline at {levels} (one request at a time)")
+    # The same dtype as the vLLM runs, so the comparison is of servers, not of number formats.
+    dtype = effective_dtype(settings, resolve_device(settings)) or "auto"
     proc = subprocess.run([vllm_python(settings), "-m", "backend.bench.hf_baseline", settings.resolved_model,
-                           PROMPT, str(args.max_tokens), ",".join(map(str, levels))],
+                           PROMPT, str(args.max_tokens), ",".join(map(str, levels)), dtype],
                           cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, check=True)
     raw = json.loads(proc.stdout)
     return {int(c): summarize([StreamRecord(**r) for r in v["records"]], wall_seconds=v["wall_s"])

@@ -2,7 +2,7 @@
 
 All `concurrency` requests arrive together and are served in turn, so later ones wait: their time to
 first token includes the queue. Run with the server environment's Python (torch + transformers):
-    .venv-vllm/bin/python -m backend.bench.hf_baseline MODEL_DIR PROMPT MAX_TOKENS C1,C2,...
+    .venv-vllm/bin/python -m backend.bench.hf_baseline MODEL_DIR PROMPT MAX_TOKENS C1,C2,... [DTYPE]
 Prints one JSON object: {concurrency: {"records": [...], "wall_s": ...}}.
 """
 
@@ -43,9 +43,10 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model_dir, prompt, max_tokens, levels = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    dtype = sys.argv[5] if len(sys.argv) > 5 else "auto"  # "auto": the model's own, as vLLM without --dtype
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16).to(device).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype if dtype == "auto" else getattr(torch, dtype)).to(device).eval()
     _generate(model, tokenizer, prompt, 8, time.monotonic())  # warm-up, not measured
     results = {}
     for concurrency in (int(c) for c in levels.split(",")):

@@ -8,17 +8,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from backend.settings import SettingsError, load_settings
+from backend.vllm_command import effective_dtype, resolve_device
 
 
 def start_run(label: str) -> dict | None:
     """The run's stamp and machine, or None (after saying why) when the user's settings are bad."""
     try:
-        load_settings()
+        settings = load_settings()
     except SettingsError as err:
         print(f"error: {err}", file=sys.stderr)
         return None
+    device = resolve_device(settings)
     return {"date": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
-            "machine": f"{platform.node()} {platform.machine()}", "label": label}
+            "machine": f"{platform.node()} {platform.machine()}", "label": label,
+            "device": device, "dtype": effective_dtype(settings, device) or "the model's"}
 
 
 def _fmt(value, digits: int = 0) -> str:
