@@ -25,7 +25,7 @@ from backend.bench.stats import StreamRecord, summarize
 from backend.processes import free_port
 from backend.settings import PROJECT_ROOT, load_settings
 from backend.supervisor import VLLMServer
-from backend.vllm_command import build_launch, effective_dtype, resolve_device, vllm_python
+from backend.vllm_command import build_launch, vllm_python
 
 PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."
 
@@ -64,7 +64,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def throughput(args: argparse.Namespace, stack: ExitStack) -> dict:
+def throughput(args: argparse.Namespace, stack: ExitStack, dtype: str) -> dict:
     settings = load_settings(vllm_port=free_port(), ui_port=free_port())
     if args.url:
         url, key, model = args.url.rstrip("/"), args.api_key, settings.resolved_served_name
@@ -82,7 +82,7 @@ def throughput(args: argparse.Namespace, stack: ExitStack) -> dict:
     if not args.skip_ui:
         results["ui"] = ui_runs(args, stack, url, key)
     if not args.skip_baseline:
-        results["baseline"] = baseline(args, settings)
+        results["baseline"] = baseline(args, settings, dtype)
     return results
 
 
@@ -108,11 +108,10 @@ def ui_runs(args: argparse.Namespace, stack: ExitStack, url: str, key: str) -> d
     return out
 
 
-def baseline(args: argparse.Namespace, settings) -> dict:
+def baseline(args: argparse.Namespace, settings, dtype: str) -> dict:
+    """transformers in the run's dtype (the vLLM one), so the comparison is of servers, not of number formats."""
     levels = args.baseline_levels or args.concurrency
     say(f"transformers baseline at {levels} (one request at a time)")
-    # The same dtype as the vLLM runs, so the comparison is of servers, not of number formats.
-    dtype = effective_dtype(settings, resolve_device(settings)) or "auto"
     proc = subprocess.run([vllm_python(settings), "-m", "backend.bench.hf_baseline", settings.resolved_model,
                            PROMPT, str(args.max_tokens), ",".join(map(str, levels)), dtype],
                           cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, check=True)
@@ -149,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.startup:
                 results = {"startup": startup(stack)}
             else:
-                results = throughput(args, stack)
+                results = throughput(args, stack, meta["dtype"])
     except KeyboardInterrupt:
         say("interrupted: everything this run started has been stopped")
         return 130

@@ -46,7 +46,8 @@ def main() -> None:
     dtype = sys.argv[5] if len(sys.argv) > 5 else "auto"  # "auto": the model's own, as vLLM without --dtype
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype if dtype == "auto" else getattr(torch, dtype)).to(device).eval()
+    torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype).to(device).eval()
     _generate(model, tokenizer, prompt, 8, time.monotonic())  # warm-up, not measured
     results = {}
     for concurrency in (int(c) for c in levels.split(",")):

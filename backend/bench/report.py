@@ -21,7 +21,7 @@ def start_run(label: str) -> dict | None:
     device = resolve_device(settings)
     return {"date": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
             "machine": f"{platform.node()} {platform.machine()}", "label": label,
-            "device": device, "dtype": effective_dtype(settings, device) or "the model's"}
+            "device": device, "dtype": effective_dtype(settings, device) or "auto"}  # auto: the model's own
 
 
 def _fmt(value, digits: int = 0) -> str:
