@@ -1,4 +1,4 @@
-"""Chainlit hooks only: every decision lives in backend/ (chat_view renders, the rest is plain Python)."""
+"""Chainlit hooks only: every decision lives in backend/ (backend/page renders, the rest is plain Python)."""
 
 import asyncio
 
@@ -6,14 +6,18 @@ import chainlit as cl
 from chainlit.config import config
 from chainlit.server import sio
 
-from backend import chat_view
-from backend.accounts import LOCAL_USER, check_password
-from backend.backend_state import describe_down, is_healthy
-from backend.chat_client import make_client
-from backend.conversation import Conversation, clean_user_text
-from backend.qa_setup import set_up
-from backend.question_set import starters
-from backend.sampling import apply_update, default_sampling, max_tokens_limit
+from backend.chat.client import make_client
+from backend.chat.conversation import Conversation, clean_user_text
+from backend.chat.health import describe_down, is_healthy
+from backend.chat.input_check import input_problem
+from backend.chat.sampling import apply_update, default_sampling, max_tokens_limit
+from backend.page.actions import answer_actions, send_export
+from backend.page.answer_flow import answer
+from backend.page.notices import guarded, notice
+from backend.page.settings_panel import settings_widgets
+from backend.qa.accounts import LOCAL_USER, check_password
+from backend.qa.question_set import starters
+from backend.qa.setup import set_up
 from backend.settings import load_settings
 
 settings = load_settings()
@@ -64,22 +68,22 @@ def init_session(conversation: Conversation | None = None) -> None:
 
 
 async def open_chat() -> None:
-    await cl.ChatSettings(chat_view.settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
+    await cl.ChatSettings(settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
     if qa.history_off_reason:
-        await chat_view.notice(qa.history_off_reason)
+        await notice(qa.history_off_reason)
     if not await is_healthy(settings):
-        await chat_view.notice(describe_down(settings))
+        await notice(describe_down(settings))
 
 
 @cl.on_chat_start
-@chat_view.guarded
+@guarded
 async def start() -> None:
     init_session()
     await open_chat()
 
 
 @cl.on_chat_resume
-@chat_view.guarded
+@guarded
 async def resume(thread: dict) -> None:
     """An earlier chat from the sidebar: the model sees its questions and answers again."""
     init_session(Conversation.from_steps(thread.get("steps") or []))
@@ -90,12 +94,12 @@ async def resume(thread: dict) -> None:
 
 
 @cl.on_settings_update
-@chat_view.guarded
+@guarded
 async def settings_update(values: dict) -> None:
     sampling, problems = apply_update(cl.user_session.get("sampling"), values, settings)
     cl.user_session.set("sampling", sampling)
     if problems:
-        await chat_view.notice("Some settings were not changed: " + "; ".join(problems) + ".")
+        await notice("Some settings were not changed: " + "; ".join(problems) + ".")
 
 
 @cl.on_stop
@@ -112,45 +116,45 @@ def busy_elsewhere() -> bool:
 
 
 @cl.on_message
-@chat_view.guarded
+@guarded
 async def on_message(message: cl.Message) -> None:
     init_session()
     if busy_elsewhere():
-        await chat_view.notice("Still answering your previous message: wait for it, or press Stop first.")
+        await notice("Still answering your previous message: wait for it, or press Stop first.")
         return
     text, removed = clean_user_text(message.content or "")
-    problem = chat_view.input_problem(text, settings, cl.user_session.get("sampling"))
+    problem = input_problem(text, settings, cl.user_session.get("sampling"))
     if problem:
-        await chat_view.notice(problem)
+        await notice(problem)
         return
     if removed:
-        await chat_view.notice(f"{removed} control character(s) were removed from your message.")
+        await notice(f"{removed} control character(s) were removed from your message.")
     cl.user_session.get("conversation").add_user(text, message.id)
     await respond(sample=1)
 
 
 @cl.action_callback("regenerate")
-@chat_view.guarded
+@guarded
 async def regenerate(action: cl.Action) -> None:
     """Sample the last answer again; the earlier sample stays on the page and in the history."""
     init_session()
     if busy_elsewhere():
-        await chat_view.notice("Still answering: wait for it, or press Stop first.")
+        await notice("Still answering: wait for it, or press Stop first.")
         return
     conversation = cl.user_session.get("conversation")
     if conversation.turns and conversation.turns[-1].role == "assistant":
         conversation.turns.pop()
     if not conversation.turns:
-        await chat_view.notice("There is no question to answer again: ask one first.")
+        await notice("There is no question to answer again: ask one first.")
         return
     async with cl.Step(name="regenerate", type="run"):  # a run, so the new answer gets feedback buttons too
         await respond(sample=int(action.payload.get("sample", 1)) + 1)
 
 
 @cl.action_callback("export")
-@chat_view.guarded
+@guarded
 async def export_chat(_action: cl.Action) -> None:
-    await chat_view.send_export(settings, thread_id=cl.context.session.thread_id,
+    await send_export(settings, thread_id=cl.context.session.thread_id,
                                 history_off_reason=qa.history_off_reason)
 
 
@@ -162,11 +166,10 @@ async def respond(*, sample: int) -> None:
         if isinstance(old, cl.Action):
             await old.remove()
     conversation = cl.user_session.get("conversation")
-    result = await chat_view.answer(client=client, settings=settings, conversation=conversation,
-                                    sampling=cl.user_session.get("sampling"), sample=sample,
-                                    stop_requested=lambda: cl.user_session.get("stop"),
-                                    actions=lambda: chat_view.answer_actions(sample))
-    reply = result.get("message")
-    cl.user_session.set("actions", reply.actions if reply is not None else [])
-    if result["answer"]:
-        conversation.add_assistant(result["answer"])
+    result = await answer(client=client, settings=settings, conversation=conversation,
+                          sampling=cl.user_session.get("sampling"), sample=sample,
+                          stop_requested=lambda: cl.user_session.get("stop"),
+                          actions=lambda: answer_actions(sample))
+    cl.user_session.set("actions", result.message.actions if result.message is not None else [])
+    if result.answer:
+        conversation.add_assistant(result.answer)

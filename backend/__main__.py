@@ -27,8 +27,8 @@ from pathlib import Path
 import httpx
 
 from backend.settings import PROJECT_ROOT, Settings, SettingsError, load_settings
-from backend.status import read_status
-from backend.vllm_command import build_launch
+from backend.server.status_file import read_status
+from backend.server.vllm_command import build_launch
 
 
 def _pidfile(settings: Settings):
@@ -36,7 +36,7 @@ def _pidfile(settings: Settings):
 
 
 def cmd_check(settings: Settings) -> int:
-    from backend.qa_setup import preflight
+    from backend.qa.setup import preflight
 
     spec = build_launch(settings, api_key="<hidden>")
     problems = preflight(settings)
@@ -113,8 +113,8 @@ def cmd_status(settings: Settings) -> int:
 
 
 def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
-    from backend.export import load_records, render
-    from backend.history_db import HistoryUnavailable
+    from backend.qa.export import load_records, render
+    from backend.qa.history_db import HistoryUnavailable
 
     try:
         records = load_records(settings.history_path, user=args.user, feedback_only=args.feedback_only)
@@ -137,7 +137,7 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_user(settings: Settings, args: argparse.Namespace) -> int:
-    from backend.accounts import AccountsError, read_users_file, remove_user, set_user
+    from backend.qa.accounts import AccountsError, read_users_file, remove_user, set_user
 
     path, action = settings.users_path, args.action or "list"
     try:
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "user":
         return cmd_user(settings, args)
     if args.command in ("run", "serve"):
-        from backend.launcher import run
+        from backend.server.launcher import run
 
         return run(settings, with_ui=args.command == "run")
     return {"check": cmd_check, "start": cmd_start, "stop": cmd_stop, "status": cmd_status}[args.command](settings)

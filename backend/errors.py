@@ -10,6 +10,19 @@ class ChatAppError(Exception):
     """Base of our errors. `str(err)` is already fit to show a user."""
 
 
+# --- configuration and records (settings, accounts, history) ---
+class SettingsError(ChatAppError, ValueError):
+    """A setting has a value we cannot use; `str()` is one line naming key, value and what is allowed."""
+
+
+class AccountsError(ChatAppError, ValueError):
+    """The users file or RCHAT_USERS cannot be used; `str()` says why in one line."""
+
+
+class HistoryUnavailable(ChatAppError):
+    """The database cannot be used as it is; `str()` says why and what to do, in one line."""
+
+
 # --- the server's life (supervisor, launcher) ---
 class ServerStartError(ChatAppError):
     """vLLM could not be brought up; carries the tail of its log."""
@@ -62,3 +75,12 @@ def user_message(err: BaseException) -> str:
         return str(err)
     return ("Something went wrong on our side while answering. Your message is kept; please send it "
             "again. If it keeps happening, check the app's log.")
+
+
+# Notices (not answers) on the page: written by the page and by the history store, read by tests.
+NOTICE = "Notice"
+NOTICE_MARK = "ℹ️ "
+
+
+def as_notice(text: str) -> str:
+    return NOTICE_MARK + text

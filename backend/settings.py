@@ -16,6 +16,8 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
 
+from backend.errors import SettingsError  # noqa: F401 - callers catch it from here too
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ENV_PREFIX = "RCHAT_"
 EMBEDDED_MODEL_DIR = PROJECT_ROOT / ".cache" / "models" / "smollm2-135m-instruct"
@@ -28,8 +30,6 @@ QUANTIZATIONS = (
 )
 
 
-class SettingsError(ValueError):
-    """A setting has a value we cannot use; `str()` is one line naming key, value and what is allowed."""
 
 
 class Settings(BaseSettings):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates whatever is missing, and nothing else: the UI environment (.venv), the server environment
-# (.venv-vllm, CPU or CUDA build picked by backend/install.py), and the embedded model.
+# (.venv-vllm, CPU or CUDA build picked by backend/server/install.py), and the embedded model.
 # `scripts/setup.sh --dev` adds the test and benchmark packages and Debian's Chromium.
 # A second run only compares requirement hashes: it installs and converts nothing.
 set -euo pipefail
@@ -25,7 +25,7 @@ fi
 # Bad settings stop us here, before minutes of installing the server environment.
 .venv/bin/python -m backend check >/dev/null
 
-.venv/bin/python -m backend.install
+.venv/bin/python -m backend.server.install
 
 if (( dev )) && [[ ! -x /usr/bin/chromium ]]; then
     say "installing Debian's chromium for the browser tests (about 50 s)"

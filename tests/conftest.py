@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from backend import processes
-from backend.processes import free_port
+from backend.server import processes
+from backend.server.processes import free_port
 from backend.settings import PROJECT_ROOT, Settings, load_settings
-from backend.supervisor import VLLMServer
+from backend.server.supervisor import VLLMServer
 
 
 def make_settings(tmp: Path, **overrides: object) -> Settings:

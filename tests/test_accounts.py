@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.accounts import AccountsError, check_password, ensure_auth_secret, load_users, set_user
+from backend.qa.accounts import AccountsError, check_password, ensure_auth_secret, load_users, set_user
 from backend.settings import PROJECT_ROOT
 from tests.conftest import make_settings
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from backend.answer_key import check
-from backend.question_set import load_questions, starters
+from backend.qa.answer_key import check
+from backend.qa.question_set import load_questions, starters
 
 BIGGER = "Which number is bigger, 9.11 or 9.8?"
 

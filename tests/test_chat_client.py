@@ -7,9 +7,9 @@ import contextlib
 
 import pytest
 
-from backend.chat_client import make_client, stream_chat
+from backend.chat.client import make_client, stream_chat
 from backend.errors import BackendUnavailable, PromptTooLong
-from backend.supervisor import VLLMServer
+from backend.server.supervisor import VLLMServer
 from tests.conftest import make_settings
 from tests.test_chat_page import running_requests
 

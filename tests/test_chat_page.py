@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from backend.settings import PROJECT_ROOT
-from backend.supervisor import VLLMServer
+from backend.server.supervisor import VLLMServer
 from tests.conftest import free_port, make_settings
 from tests.ui_harness import answers, browser_page, chainlit_app, notices, send
 

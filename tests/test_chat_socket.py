@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from backend.chainlit_client import ChainlitSession
-from backend.export import load_records
+from backend.bench.chainlit_client import ChainlitSession
+from backend.qa.export import load_records
 from tests.conftest import free_port
 from tests.ui_harness import chainlit_app
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from backend.conversation import Conversation, clean_user_text, estimate_tokens
-from backend.sampling import apply_update, default_sampling, request_params
+from backend.chat.conversation import Conversation, clean_user_text, estimate_tokens
+from backend.chat.sampling import apply_update, default_sampling, request_params
 from tests.conftest import make_settings
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.history_db import SCHEMA_VERSION, TABLES, HistoryUnavailable, prepare
+from backend.qa.history_db import SCHEMA_VERSION, TABLES, HistoryUnavailable, prepare
 
 # The schema as Chainlit's docs gave it before `command`, `modes`, `autoCollapse` and `defaultOpen`
 # were added to steps: what a user who followed the cookbook by hand has on disk (user_version 0).

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from backend.export import load_records
+from backend.qa.export import load_records
 from backend.settings import PROJECT_ROOT
-from backend.supervisor import VLLMServer
+from backend.server.supervisor import VLLMServer
 from tests.conftest import free_port
 from tests.test_chat_page import shot, wait_for
 from tests.ui_harness import CHROMIUM, CHROMIUM_ARGS, answers, chainlit_app, send

@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from backend.chainlit_client import ChainlitSession
-from backend.export import load_records
+from backend.bench.chainlit_client import ChainlitSession
+from backend.qa.export import load_records
 from backend.settings import PROJECT_ROOT
-from backend.supervisor import VLLMServer
+from backend.server.supervisor import VLLMServer
 from tests.conftest import free_port
 from tests.ui_harness import chainlit_app
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.reasoning import ThinkTagParser
+from backend.chat.reasoning import ThinkTagParser
 
 
 def run(chunks: list[str], *, starts_in_reasoning: bool = False) -> tuple[str, str, bool]:

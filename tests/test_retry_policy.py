@@ -6,7 +6,7 @@ import httpx
 import openai
 import pytest
 
-from backend.retry_policy import is_retryable, open_stream_retrying
+from backend.chat.retry_policy import is_retryable, open_stream_retrying
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from backend.bench.soak import SessionLog, Turn, cross_talk, passed, soak
-from backend.supervisor import VLLMServer
+from backend.server.supervisor import VLLMServer
 from tests.conftest import free_port
 from tests.ui_harness import chainlit_app
 

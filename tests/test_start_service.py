@@ -15,11 +15,11 @@ import httpx
 import psutil
 import pytest
 
-from backend import processes
-from backend.chainlit_client import ChainlitSession
-from backend.chat_view import NOTICE_MARK
-from backend.export import load_records
-from backend.history_db import prepare
+from backend.server import processes
+from backend.bench.chainlit_client import ChainlitSession
+from backend.errors import NOTICE_MARK
+from backend.qa.export import load_records
+from backend.qa.history_db import prepare
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
 

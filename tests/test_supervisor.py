@@ -10,10 +10,10 @@ import httpx
 import psutil
 import pytest
 
-from backend import processes
+from backend.server import processes
 from backend.errors import ModelNotUsable, PortBusy, ServerExited
-from backend.supervisor import VLLMServer
-from backend.vllm_command import LaunchSpec
+from backend.server.supervisor import VLLMServer
+from backend.server.vllm_command import LaunchSpec
 from tests.conftest import make_settings
 
 pytestmark = pytest.mark.server

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.vllm_command import build_argv, build_env, build_launch
+from backend.server.vllm_command import build_argv, build_env, build_launch
 from tests.conftest import make_settings
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from backend.bench.browser_check import ARGS as CHROMIUM_ARGS
 from backend.bench.browser_check import CHROMIUM
-from backend.ui_process import chainlit_app  # noqa: F401 - re-exported for the tests
+from backend.bench.ui_process import chainlit_app  # noqa: F401 - re-exported for the tests
 
 
 @contextmanager

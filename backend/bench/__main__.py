@@ -22,10 +22,10 @@ from pathlib import Path
 from backend.bench import report
 from backend.bench.direct import run_direct
 from backend.bench.stats import StreamRecord, summarize
-from backend.processes import free_port
+from backend.server.processes import free_port
 from backend.settings import PROJECT_ROOT, load_settings
-from backend.supervisor import VLLMServer
-from backend.vllm_command import build_launch, vllm_python
+from backend.server.supervisor import VLLMServer
+from backend.server.vllm_command import build_launch, vllm_python
 
 PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."
 
@@ -89,7 +89,7 @@ def throughput(args: argparse.Namespace, stack: ExitStack, dtype: str) -> dict:
 def ui_runs(args: argparse.Namespace, stack: ExitStack, url: str, key: str) -> dict:
     from backend.bench.browser_check import CHROMIUM, run_browser
     from backend.bench.ui_load import run_ui
-    from backend.ui_process import chainlit_app
+    from backend.bench.ui_process import chainlit_app
 
     env = {"RCHAT_BASE_URL": url, "RCHAT_API_KEY": key, "RCHAT_DEFAULT_TEMPERATURE": "0",
            "RCHAT_DEFAULT_MAX_TOKENS": str(args.max_tokens)}

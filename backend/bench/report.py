@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from backend.settings import SettingsError, load_settings
-from backend.vllm_command import effective_dtype, resolve_device
+from backend.server.vllm_command import effective_dtype, resolve_device
 
 
 def start_run(label: str) -> dict | None:

@@ -31,10 +31,10 @@ from urllib.parse import urlparse
 
 import psutil
 
-from backend.chainlit_client import ChainlitSession
-from backend.chat_view import NOTICE_MARK
-from backend.export import load_records
-from backend.processes import free_port, listener_pid
+from backend.bench.chainlit_client import ChainlitSession
+from backend.errors import NOTICE_MARK
+from backend.qa.export import load_records
+from backend.server.processes import free_port, listener_pid
 from backend.bench.report import start_run
 from backend.settings import PROJECT_ROOT, load_settings
 
@@ -232,8 +232,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def own_page(args: argparse.Namespace, stack: ExitStack) -> tuple[str, Path]:
     """Start a managed vLLM and a chat page on free ports; their data folder is a fresh temporary one."""
-    from backend.supervisor import VLLMServer
-    from backend.ui_process import chainlit_app
+    from backend.server.supervisor import VLLMServer
+    from backend.bench.ui_process import chainlit_app
 
     work = Path(tempfile.mkdtemp(prefix="soak-"))
     settings = load_settings(vllm_port=free_port(), ui_port=free_port(), log_dir=work)

@@ -7,7 +7,7 @@ import re
 import time
 
 from backend.bench.stats import StreamRecord
-from backend.chainlit_client import ChainlitSession
+from backend.bench.chainlit_client import ChainlitSession
 
 TOKENS_IN_STATS = re.compile(r"(\d+) (?:answer )?tokens")
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import httpx
 
-from backend import processes
+from backend.server import processes
 from backend.errors import ModelNotUsable, PortBusy, ServerExited, StartupTimeout
 from backend.settings import Settings, new_api_key
-from backend.vllm_command import LaunchSpec, build_launch, model_problem
+from backend.server.vllm_command import LaunchSpec, build_launch, model_problem
 
 POLL_INTERVAL = 0.5
 STOP_GRACE = 15.0

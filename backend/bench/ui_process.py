@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from backend import processes
+from backend.server import processes
 from backend.settings import PROJECT_ROOT
 
 

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import httpx
 
 from backend.settings import Settings
-from backend.status import read_status
+from backend.server.status_file import read_status
 
 
 _http: httpx.AsyncClient | None = None

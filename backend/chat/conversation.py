@@ -10,7 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from backend.export import RECORD_KEY
+from backend.records import RECORD_KEY
 
 # A conservative estimate (real tokenizers average 3.5-4.5 chars per token on English text); a turn
 # is a few tokens of chat-template framing on top. Erring high means we trim a little early, and a

@@ -1,11 +1,11 @@
-"""Checks a final answer against the repository's answer key (backend/questions.json)."""
+"""Checks a final answer against the repository's answer key (backend/qa/questions.json)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from backend.question_set import Question, load_questions
+from backend.qa.question_set import Question, load_questions
 
 
 @dataclass(frozen=True)
@@ -13,6 +13,10 @@ class Verdict:
     question_id: str
     expected: str
     correct: bool
+
+    @property
+    def outcome(self) -> str:
+        return "correct" if self.correct else "incorrect"
 
     def describe(self) -> str:
         return f"**Answer key: {'correct' if self.correct else 'incorrect'}** (expected: {self.expected})"

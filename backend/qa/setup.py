@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from backend.accounts import AccountsError, ensure_auth_secret, load_users
-from backend.history_db import HistoryUnavailable, inspect, prepare
+from backend.qa.accounts import AccountsError, ensure_auth_secret, load_users
+from backend.qa.history_db import HistoryUnavailable, inspect, prepare
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class QaSetup:
-    store: object | None  # backend.history_store.HistoryStore, imported only when used
+    store: object | None  # backend.qa.history_store.HistoryStore, imported only when used
     history_off_reason: str
     users: dict[str, str]
 
@@ -47,7 +47,7 @@ def set_up(settings: Settings) -> QaSetup:
     reason = history_problem(settings)
     store = None
     if not reason:
-        from backend.history_store import HistoryStore
+        from backend.qa.history_store import HistoryStore
 
         store = HistoryStore(settings.history_path)
     return QaSetup(store=store, history_off_reason=reason, users=users)

@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from backend.embedded_model import DEFAULT_TARGET, is_ready
+from backend.server.embedded_model import DEFAULT_TARGET, is_ready
 from backend.settings import PROJECT_ROOT, SettingsError, load_settings
-from backend.vllm_command import DEFAULT_VLLM_PYTHON, resolve_device, vllm_python
+from backend.server.vllm_command import DEFAULT_VLLM_PYTHON, resolve_device, vllm_python
 
 VENV = PROJECT_ROOT / ".venv-vllm"
 BROKEN_BESIDE_CPU_TORCH = ("torchvision", "torchaudio", "torchcodec")
@@ -57,7 +57,7 @@ def ensure_embedded_model(python: str, target: Path = DEFAULT_TARGET) -> None:
     if is_ready(target):
         return
     say("preparing the embedded model SmolLM2-135M-Instruct (GGUF -> bf16, about 30 s, once)")
-    _run([python, "-m", "backend.embedded_model", str(target)])
+    _run([python, "-m", "backend.server.embedded_model", str(target)])
 
 
 def main() -> int:

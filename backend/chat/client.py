@@ -15,8 +15,8 @@ import httpx
 import openai
 
 from backend.errors import BackendBusy, BackendRejected, BackendTimeout, BackendUnavailable, PromptTooLong
-from backend.reasoning import ThinkTagParser
-from backend.retry_policy import open_stream_retrying
+from backend.chat.reasoning import ThinkTagParser
+from backend.chat.retry_policy import open_stream_retrying
 from backend.settings import Settings
 
 

@@ -17,12 +17,12 @@ from collections.abc import Callable
 
 import httpx
 
-from backend import processes
+from backend.server import processes
 from backend.errors import ChatAppError, PortBusy
-from backend.qa_setup import preflight
+from backend.qa.setup import preflight
 from backend.settings import PROJECT_ROOT, Settings
-from backend.status import BackendStatus, write_status
-from backend.supervisor import Progress, VLLMServer
+from backend.server.status_file import BackendStatus, write_status
+from backend.server.supervisor import Progress, VLLMServer
 
 UI_READY_TIMEOUT = 120.0
 
@@ -78,7 +78,7 @@ class Launcher:
 
     # --- the watchdog ---
     def _start_watchdog(self) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "backend.watchdog"], stdin=subprocess.PIPE,
+        return subprocess.Popen([sys.executable, "-m", "backend.server.watchdog"], stdin=subprocess.PIPE,
                                 cwd=PROJECT_ROOT, start_new_session=True, text=True)
 
     def _tell_watchdog(self, line: str) -> None:
@@ -158,7 +158,7 @@ class Launcher:
         deadline = time.monotonic() + UI_READY_TIMEOUT
         while time.monotonic() < deadline:
             if self.ui.poll() is not None:
-                from backend.supervisor import read_tail
+                from backend.server.supervisor import read_tail
                 raise ChatAppError(f"The chat UI exited with code {self.ui.returncode} while starting. "
                                    f"Its log ({log_path}) ends with:\n{read_tail(log_path, 30)}")
             try:

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from backend.sampling import generation_config
+from backend.model_info import generation_config
 from backend.settings import PROJECT_ROOT, Settings
 
 MONOTONIC = ("started", "first_token_at", "reasoning_started", "reasoning_ended", "ended")  # meaningless later

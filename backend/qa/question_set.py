@@ -1,4 +1,4 @@
-"""The repository's reasoning questions and their answer keys (backend/questions.json)."""
+"""The repository's reasoning questions and their answer keys (backend/qa/questions.json)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from backend.history_db import connect_readonly
+from backend.qa.history_db import connect_readonly
+from backend.records import RECORD_KEY
 
-RECORD_KEY = "rchat"  # the same key chat_view stores under
 
 
 def load_records(path: Path, *, thread_id: str | None = None, user: str | None = None,

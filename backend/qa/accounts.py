@@ -20,6 +20,7 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from backend.errors import AccountsError  # noqa: F401 - callers catch it from here too
 from backend.settings import Settings
 
 LOCAL_USER = "local"
@@ -30,8 +31,6 @@ _hasher = PasswordHasher()
 _DUMMY_HASH = _hasher.hash(secrets.token_hex(8))
 
 
-class AccountsError(ValueError):
-    """The users file or RCHAT_USERS cannot be used; `str()` says why in one line."""
 
 
 def hash_password(password: str) -> str:

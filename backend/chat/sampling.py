@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
+from backend.model_info import generation_config
 from backend.settings import Settings
 
 LIMITS = {"temperature": (0.0, 2.0), "top_p": (0.01, 1.0)}
@@ -20,20 +19,6 @@ class Sampling:
     max_tokens: int
     thinking: bool
     seed: int | None
-
-
-# Keys of generation_config.json that change sampling when a request leaves them out.
-SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
-                 "frequency_penalty", "max_new_tokens")
-
-
-def generation_config(model_path: str) -> dict[str, Any]:
-    """The sampling keys of the model's generation_config.json, which vLLM applies by default."""
-    try:
-        data = json.loads((Path(model_path) / "generation_config.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return {k: data[k] for k in SAMPLING_KEYS if k in data}
 
 
 def model_generation_defaults(model_path: str) -> dict[str, Any]:

@@ -18,6 +18,8 @@ import sqlite3
 import stat
 from pathlib import Path
 
+from backend.errors import HistoryUnavailable  # noqa: F401 - callers catch it from here too
+
 SCHEMA_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -51,8 +53,6 @@ INDEXES = [
 ]
 
 
-class HistoryUnavailable(Exception):
-    """The database cannot be used as it is; `str()` says why and what to do, in one line."""
 
 
 def _create_table(db: sqlite3.Connection, table: str) -> None:

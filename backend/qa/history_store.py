@@ -86,7 +86,7 @@ async def _tell_user_once(reason: str) -> None:
     from chainlit.context import context
     from chainlit.message import Message
 
-    from backend.chat_view import NOTICE, as_notice
+    from backend.errors import NOTICE, as_notice
 
     try:
         session = context.session
