@@ -1,25 +1,47 @@
 #!/usr/bin/env bash
-# Creates whatever is missing, and nothing else: the UI environment (.venv), the server environment
-# (.venv-vllm, CPU or CUDA build picked by backend/server/install.py), and the embedded model.
-# `scripts/setup.sh --dev` adds the test and benchmark packages and Debian's Chromium.
-# A second run only compares requirement hashes: it installs and converts nothing.
+# Creates whatever is missing, and nothing else: the UI environment (.venv, from locks/ui.txt), the
+# server environment (.venv-vllm, CPU or CUDA lock picked by backend/server/install.py), and the
+# embedded model. `scripts/setup.sh --dev` installs locks/ui-dev.txt (tests, benchmark) and Chromium.
+# Installs are exact (uv pip sync of a lock); a second run only compares lock hashes.
+# Each step logs to .cache/logs/setup-<step>.log; a failure names the step and its log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dev=0
 [[ "${1:-}" == "--dev" ]] && dev=1
 say() { echo "[setup] $*" >&2; }
-quiet_pip() { grep -v -e "is ignored: it is neither" -e "^$" || true; }
+mkdir -p .cache/logs
+started=$SECONDS
 
-# One stamp per requirements file: the dev install includes the runtime one, so it writes both.
-stamp_ok() { [[ -x .venv/bin/python && "$(cat ".venv/.installed-$1" 2>/dev/null)" == "$(sha256sum < "$1")" ]]; }
-req=requirements.txt
-(( dev )) && req=requirements-dev.txt
-if ! stamp_ok "$req" || ! stamp_ok requirements.txt; then
-    say "creating the UI environment .venv from $req (about 80 s the first time)"
-    python3 -m venv .venv
-    .venv/bin/pip install --quiet --disable-pip-version-check -r "$req" 2>&1 | quiet_pip
-    for f in requirements.txt "$req"; do sha256sum < "$f" > ".venv/.installed-$f"; done
+# step NAME COMMAND...: run it with its output in its own log; on failure say which step and where.
+step() {
+    local name=$1 log=".cache/logs/setup-$1.log"; shift
+    if ! "$@" >"$log" 2>&1; then
+        say "step '$name' failed. Its log: $log. Last lines:"
+        tail -n 15 "$log" | sed 's/^/    /' >&2
+        say "fix what the log names (network, disk space, a proxy), then run the same command again;"
+        say "finished steps are kept, so only this one is redone."
+        exit 1
+    fi
+}
+
+uv=$(scripts/uv.sh --path) || { say "step 'uv' failed: python3 -m pip could not install uv (see above)"; exit 1; }
+export UV_CACHE_DIR="${UV_CACHE_DIR:-$HOME/.cache/uv}"
+# uv does not read pip's configuration: pass on where this machine keeps its own wheels and index.
+pip_conf() { python3 -m pip config get "global.$1" 2>/dev/null || true; }
+export UV_FIND_LINKS="${UV_FIND_LINKS:-${PIP_FIND_LINKS:-$(pip_conf find-links)}}"
+idx="${PIP_INDEX_URL:-$(pip_conf index-url)}"
+[[ -n "$idx" && -z "${UV_DEFAULT_INDEX:-}" ]] && export UV_DEFAULT_INDEX="$idx"
+
+lock=locks/ui.txt
+(( dev )) && lock=locks/ui-dev.txt
+want="$(sha256sum < "$lock")"
+if [[ ! -x .venv/bin/python || "$(cat .venv/.installed 2>/dev/null)" != "$want" ]]; then
+    say "installing the UI environment .venv from $lock"
+    [[ -x .venv/bin/python ]] || step ui-venv "$uv" venv --quiet --python python3 .venv
+    step ui-install "$uv" pip sync --python .venv/bin/python "$lock"
+    echo "$want" > .venv/.installed
+    say "UI environment ready ($((SECONDS - started)) s so far)"
 fi
 
 # Bad settings stop us here, before minutes of installing the server environment.
@@ -29,6 +51,8 @@ fi
 
 if (( dev )) && [[ ! -x /usr/bin/chromium ]]; then
     say "installing Debian's chromium for the browser tests (about 50 s)"
-    if [[ $(id -u) -eq 0 ]]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null
-    else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
+    sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo
+    step chromium-apt-update $sudo apt-get update -qq
+    step chromium-install $sudo apt-get install -y -qq chromium
 fi
+say "set-up done in $((SECONDS - started)) s"

