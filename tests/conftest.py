@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -14,6 +15,11 @@ from backend.server import processes
 from backend.server.processes import free_port
 from backend.settings import PROJECT_ROOT, Settings, load_settings
 from backend.server.supervisor import VLLMServer
+
+
+# No test inherits the shell's settings: a developer's RCHAT_* variables would change what is tested.
+for _name in [n for n in os.environ if n.startswith("RCHAT_")]:
+    del os.environ[_name]
 
 
 def make_settings(tmp: Path, **overrides: object) -> Settings:

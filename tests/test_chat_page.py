@@ -13,7 +13,7 @@ from backend.server.supervisor import VLLMServer
 from tests.conftest import free_port, make_settings
 from tests.ui_harness import answers, browser_page, chainlit_app, notices, send
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.server]
 SHOTS = PROJECT_ROOT / ".cache" / "screenshots"
 
 

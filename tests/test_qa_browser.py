@@ -18,7 +18,7 @@ from tests.conftest import free_port
 from tests.test_chat_page import shot, wait_for
 from tests.ui_harness import CHROMIUM, CHROMIUM_ARGS, answers, chainlit_app, send
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.server]
 USER, PASSWORD = "alice", "correct horse battery"
 
 
@@ -72,7 +72,7 @@ def test_log_in_feedback_regenerate_export_then_restart_and_resume(qa_env: dict[
         assert records(qa_env)[0]["feedback"] == {"rating": "down", "comment": "too short, no reasoning"}
 
         page.get_by_role("button", name="Regenerate").click()
-        wait_for(lambda: len(answers(page)) == 2, timeout=120_000)
+        wait_for(lambda: len(answers(page)) == 2, timeout=120)
         wait_for(lambda: len(records(qa_env)) == 2)
         assert [r["sample"] for r in records(qa_env)] == [1, 2]  # the first sample is kept, on the page too
 
@@ -94,7 +94,7 @@ def test_log_in_feedback_regenerate_export_then_restart_and_resume(qa_env: dict[
         page.wait_for_url("**/thread/**", timeout=30_000)
         wait_for(lambda: len(answers(page)) == 2)
         send(page, "Name another one.")
-        wait_for(lambda: len(records(qa_env)) == 3, timeout=120_000)
+        wait_for(lambda: len(records(qa_env)) == 3, timeout=120)
         page.screenshot(path=str(shot("qa-resumed")), full_page=True)
     [resumed] = [r for r in records(qa_env) if r["question"] == "Name another one."]
     assert resumed["stamp"]["context_messages"] == 3  # the model saw the question and the latest sample

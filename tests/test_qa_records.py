@@ -22,6 +22,7 @@ from tests.conftest import free_port
 from tests.ui_harness import chainlit_app
 
 QUESTION = "Which number is bigger, 9.11 or 9.8?"
+pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +73,10 @@ async def test_a_resumed_chat_sends_the_earlier_turns_to_the_model(real_app: str
     assert records[1]["stamp"]["context_messages"] == 3  # question, answer, follow-up
 
 
-def test_the_export_cli_writes_jsonl_and_markdown_and_explains_an_empty_result(real_app: str, data_dir: Path,
-                                                                               tmp_path: Path) -> None:
+async def test_the_export_cli_writes_jsonl_and_markdown_and_explains_an_empty_result(real_app: str, data_dir: Path,
+                                                                                     tmp_path: Path) -> None:
+    async with ChainlitSession(real_app) as session:  # its own answer: no test relies on another's rows
+        await session.ask(QUESTION)
     out = tmp_path / "all.jsonl"
     done = export_cli(data_dir, "--out", str(out))
     assert done.returncode == 0, done.stderr

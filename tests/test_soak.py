@@ -15,6 +15,7 @@ from tests.ui_harness import chainlit_app
 
 SESSIONS = 32
 MAX_GROWTH_MIB = 50.0
+pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
