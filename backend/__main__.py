@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 
 from backend.settings import PROJECT_ROOT, Settings, SettingsError, load_settings
-from backend.server.status_file import read_status
+from backend.server_status import read_status
 from backend.server.vllm_command import build_launch
 
 

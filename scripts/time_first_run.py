@@ -72,6 +72,7 @@ def main() -> int:
     for run in runs:
         print(f"| {run['cache']} | {run['ready_s']} s |")
     out = ROOT / "results" / f"first-run-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"written: {out}")
     return 0 if all(r["ready_s"] for r in runs) else 1

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import httpx
 
 from backend.settings import Settings
-from backend.server.status_file import read_status
+from backend.server_status import read_status
 
 
 _http: httpx.AsyncClient | None = None

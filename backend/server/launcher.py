@@ -21,7 +21,7 @@ from backend.server import processes
 from backend.errors import ChatAppError, PortBusy
 from backend.qa.setup import preflight
 from backend.settings import PROJECT_ROOT, Settings
-from backend.server.status_file import BackendStatus, write_status
+from backend.server_status import BackendStatus, write_status
 from backend.server.supervisor import Progress, VLLMServer
 
 UI_READY_TIMEOUT = 120.0
