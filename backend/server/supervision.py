@@ -85,6 +85,8 @@ class Supervised:
         self.relaunches = 0
         self._awaited: Awaited | None = None
         self._check: concurrent.futures.Future | None = None
+        # Its thread exists only once a check has been submitted. Children are spawned from the main
+        # thread only (PR_SET_PDEATHSIG follows the thread that forked), and a check must not spawn.
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-ready")
 
     @property
