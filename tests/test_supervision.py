@@ -23,13 +23,13 @@ import psutil
 import pytest
 
 from backend.__main__ import cmd_stop
-from backend.chat.health import describe_down
+from backend.chat.health import describe_down, wait_until_healthy
 from backend.server import processes
 from backend.server.launcher import Launcher
 from backend.server.pidfile import our_process, write_pidfile
 from backend.server.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server.restart_policy import RestartPolicy
-from backend.server.status_file import BackendStatus, read_status
+from backend.server.status_file import BackendStatus, read_status, write_status
 from backend.server.supervision import State
 from backend.server.vllm_command import LaunchSpec
 from tests.conftest import make_settings
@@ -271,3 +271,23 @@ def test_stop_signals_only_the_process_it_started(tmp_path) -> None:
         assert not pidfile.exists()
     finally:
         sleeper.kill()
+
+
+# --- the page's view: the same helper, asynchronously, with "the launcher gave up" as the way to be gone ---
+async def test_the_page_stops_waiting_once_the_launcher_gave_up_and_says_why(tmp_path) -> None:
+    settings = make_settings(tmp_path)  # nothing listens on its vLLM port
+    write_status(settings.status_file, BackendStatus(state="failed", message="vLLM crashed 4 times", since=time.time()))
+    started = time.monotonic()
+    assert not await wait_until_healthy(settings, on_wait=_ignore, timeout=60, every=0.1)
+    assert time.monotonic() - started < 30  # told by the status, not by the deadline
+    assert "down and will not be restarted automatically: vLLM crashed 4 times" in describe_down(settings)
+
+
+async def test_the_page_waits_while_restarting_and_goes_on_once_healthy(tmp_path, fake_server_url: str) -> None:
+    settings = make_settings(tmp_path, base_url=fake_server_url)
+    write_status(settings.status_file, BackendStatus(state="restarting", phase="restarting in 1 s", since=time.time()))
+    assert await wait_until_healthy(settings, on_wait=_ignore, timeout=60, every=0.1)
+
+
+async def _ignore(_text: str) -> None:
+    pass
