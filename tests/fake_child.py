@@ -21,7 +21,7 @@ from pathlib import Path
 
 
 class Ok(BaseHTTPRequestHandler):
-X
+    def do_GET(self) -> None:  # http.server's name for it
         self.send_response(200)
         self.send_header("Content-Length", "2")
         self.end_headers()
