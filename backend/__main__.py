@@ -21,12 +21,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
+import psutil
 
 from backend.settings import PROJECT_ROOT, Settings, SettingsError, load_settings
+from backend.server.pidfile import our_process, write_pidfile
+from backend.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server_status import read_status
 from backend.server.vllm_command import build_launch
 
@@ -58,12 +60,15 @@ def cmd_start(settings: Settings) -> int:
         proc = subprocess.Popen([sys.executable, "-m", "backend", "serve"], cwd=PROJECT_ROOT,
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
-    pidfile.write_text(str(proc.pid))
-    while proc.poll() is None:
-        if _healthy(settings):
-            print(f"vLLM is up at {settings.server_url} (pid {proc.pid}); `python -m backend stop` stops it")
-            return 0
-        time.sleep(1)
+    write_pidfile(pidfile, proc.pid)
+    # `serve` applies the start-up timeout itself and exits when it passes; the margin covers its own start.
+    awaited = Awaited(f"{settings.server_url}/health", settings.startup_timeout + 60, gone=process_gone(proc))
+    if wait_ready(awaited, interval=1).verdict is Verdict.READY:
+        print(f"vLLM is up at {settings.server_url} (pid {proc.pid}); `python -m backend stop` stops it")
+        return 0
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)  # ours, just started: it stops what it launched
+        proc.wait(timeout=60)
     pidfile.unlink(missing_ok=True)
     print(f"vLLM did not start:\n{log.read_text()[-3000:]}", file=sys.stderr)
     return 1
@@ -71,21 +76,20 @@ def cmd_start(settings: Settings) -> int:
 
 def cmd_stop(settings: Settings) -> int:
     pidfile = _pidfile(settings)
-    try:
-        pid = int(pidfile.read_text())
-    except (OSError, ValueError):
+    if not pidfile.exists():
         print("nothing to stop: no server was started with `python -m backend start`")
         return 0
+    proc, why_not = our_process(pidfile)
+    if proc is None:
+        pidfile.unlink(missing_ok=True)
+        print(f"nothing stopped: {why_not}")
+        return 0
+    proc.terminate()  # the serve process stops vLLM's whole group, then exits
     try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    for _ in range(300):  # the serve process stops vLLM's whole group, then exits
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
+        proc.wait(timeout=60)
+    except psutil.TimeoutExpired:
+        print(f"pid {proc.pid} did not stop within 60 s; it is left running", file=sys.stderr)
+        return 1
     pidfile.unlink(missing_ok=True)
     print("stopped")
     return 0

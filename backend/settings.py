@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     log_dir: Path = Field(PROJECT_ROOT / ".cache" / "logs", description="Where the server and UI logs go.")
     max_restarts: int = Field(3, ge=0, le=100, description="Restarts of a crashed vLLM within restart_window.")
     restart_window: float = Field(600.0, gt=0, description="Seconds over which crashes are counted.")
+    ui_max_restarts: int = Field(5, ge=0, le=100, description="Restarts of a crashed chat page within restart_window.")
+    ui_startup_timeout: float = Field(120.0, gt=0, description="Seconds the chat page may take to answer after it is started.")
     # --- the UI ---
     ui_host: str = Field("127.0.0.1", description="Interface the chat page listens on (0.0.0.0 for a LAN).")
     ui_port: int = Field(7860, ge=1, le=65535, description="Port of the chat page.")

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from backend.server import processes
 from backend.server.processes import free_port
-from backend.settings import PROJECT_ROOT, Settings, load_settings
+from backend.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server.supervisor import VLLMServer
+from backend.settings import PROJECT_ROOT, Settings, load_settings
 
 
 # No test inherits the shell's settings: a developer's RCHAT_* variables would change what is tested.
@@ -49,15 +48,8 @@ def fake_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     fake = processes.spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(port)], env=None,
                                  log_path=log, cwd=PROJECT_ROOT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline and fake.poll() is None, log.read_text()
-        time.sleep(0.2)
+    outcome = wait_ready(Awaited(f"{url}/health", 30, gone=process_gone(fake)), interval=0.2)
+    assert outcome.verdict is Verdict.READY, f"{outcome.reason}: {log.read_text()}"
     try:
         yield url
     finally:

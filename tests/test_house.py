@@ -21,7 +21,8 @@ FORBIDDEN = {
     "backend.qa": ("backend.page", "backend.chat", "backend.server", "backend.bench"),
     "backend.page": ("backend.server", "backend.bench"),
 }
-SHARED = ("backend.settings", "backend.errors", "backend.records", "backend.model_info", "backend.server_status")
+SHARED = ("backend.settings", "backend.errors", "backend.records", "backend.model_info", "backend.server_status",
+          "backend.readiness")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 40
 
 

@@ -15,16 +15,18 @@ import httpx
 import psutil
 import pytest
 
-from backend.server import processes
 from backend.bench.chainlit_client import ChainlitSession
 from backend.errors import NOTICE_MARK
 from backend.qa.export import load_records
 from backend.qa.history_db import prepare
+from backend.server import processes
+from backend.server_status import read_status
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.server
 READY = "chat ready at"
+SLOW_START = 1500  # seconds one vLLM start may take on the shared 2-core machine with several other servers
 
 
 class RunningService:
@@ -110,22 +112,106 @@ def _starts_again_on_the_same_ports(tmp_path, service: RunningService) -> None:
         assert len(answers) == 1 and answers[0].strip(), said
 
 
-def test_a_crashed_chat_ui_stops_vllm(tmp_path) -> None:
-    with RunningService(tmp_path) as service:
-        service.wait_ready()
+class PageWatcher:
+    """Asks the page for / every 0.3 s from another thread, noting each miss and each published state."""
+
+    def __init__(self, service: RunningService, status_file) -> None:
+        self.url, self.status_file = f"http://127.0.0.1:{service.ui_port}/", status_file
+        self.misses: list[str] = []
+        self.states: set[str] = set()
+        self.watching = True
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while self.watching:
+            try:
+                code = httpx.get(self.url, timeout=5).status_code
+                if code != 200:
+                    self.misses.append(f"HTTP {code}")
+            except httpx.HTTPError as err:
+                self.misses.append(repr(err))
+            status = read_status(self.status_file)
+            self.states.add(status.state if status else "none")
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        self.watching = False
+        self.thread.join(timeout=10)
+
+
+def _cmdline(proc: psutil.Process) -> str:
+    try:
+        return " ".join(proc.cmdline())
+    except psutil.Error:  # gone, or a zombie not yet reaped
+        return ""
+
+
+def _pid_of(service: RunningService, marker: str) -> int:
+    return next(p.pid for p in service.descendants() if marker in _cmdline(p))
+
+
+def _wait_for_new(service: RunningService, marker: str, old_pid: int, timeout: float = 120) -> int:
+    """The pid of the replacement once it is spawned (not ready: just there)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = [p.pid for p in service.descendants() if marker in _cmdline(p) and p.pid != old_pid]
+        if pids:
+            return pids[0]
+        assert time.monotonic() < deadline and service.proc.poll() is None, service.output
+        time.sleep(0.2)
+
+
+async def _chat_then_resume(url: str, thread_id: str = "") -> str:
+    """Ask in a new chat, or go on with an earlier one (a tab that reconnects to it); the thread's id."""
+    async with ChainlitSession(url, thread_id=thread_id) as session:
+        answer = await session.ask("And another one?" if thread_id else "Name a colour.")
+        assert [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK) and t.strip()], session.messages
+        return session.thread_id
+
+
+@pytest.mark.timeout(3 * SLOW_START)  # two whole vLLM starts and a page restart
+def test_a_killed_page_and_a_vllm_killed_twice_in_a_row_come_back_and_ctrl_c_mid_restart_leaves_nothing(tmp_path) -> None:
+    with RunningService(tmp_path, RCHAT_MAX_RESTARTS="3", RCHAT_DEFAULT_MAX_TOKENS="32",
+                        RCHAT_STARTUP_TIMEOUT=str(SLOW_START)) as service:
+        service.wait_ready(SLOW_START)
+        url, db = f"http://127.0.0.1:{service.ui_port}", tmp_path / "data" / "history.sqlite3"
+        thread_id = asyncio.run(_chat_then_resume(url))
+        vllm_pid = _pid_of(service, "vllm.entrypoints")
+
+        # The chat page killed -9: it is back, vLLM untouched, and the earlier chat goes on from the history.
+        os.kill(_pid_of(service, "chainlit"), signal.SIGKILL)
+        _wait_for_output(service, "the chat page is healthy again")
+        assert _pid_of(service, "vllm.entrypoints") == vllm_pid
+        assert asyncio.run(_chat_then_resume(url, thread_id)) == thread_id
+        assert [r["question"] for r in load_records(db, thread_id=thread_id)] == ["Name a colour.", "And another one?"]
+
+        # vLLM killed, then its replacement before it is healthy: the page answers HTTP throughout.
+        watcher = PageWatcher(service, tmp_path / f"backend-status-{service.ui_port}.json")
+        _kill_vllm(service)
+        os.killpg(_wait_for_new(service, "vllm.entrypoints", vllm_pid), signal.SIGKILL)
+        _wait_for_output(service, "while restarting; restarting in 2 s")
+        _wait_for_output(service, "vLLM is healthy again", timeout=SLOW_START)
+        watcher.stop()
+        assert watcher.misses == [] and watcher.states == {"ready", "restarting"}
+        said, answers = asyncio.run(_ask(url, "What is 2 plus 2?"))
+        assert len(answers) == 1 and answers[0].strip(), said
+
+        # Ctrl-C while a restart waits on /health: everything stops, nothing is left, both ports free.
+        before = _pid_of(service, "vllm.entrypoints")
+        _kill_vllm(service)
+        _wait_for_new(service, "vllm.entrypoints", before)
         spawned = service.descendants()
-        ui = next(p for p in spawned if "chainlit" in " ".join(p.cmdline()))
-        ui.kill()
-        assert service.proc.wait(timeout=60) != 0
+        os.kill(service.proc.pid, signal.SIGINT)
+        assert service.proc.wait(timeout=60) == 128 + signal.SIGINT
         assert not _all_gone(spawned, timeout=30)
-        assert "the chat UI exited" in service.output
         assert processes.port_is_free("127.0.0.1", service.vllm_port)
         assert processes.port_is_free("127.0.0.1", service.ui_port)
-    _starts_again_on_the_same_ports(tmp_path, service)
+        assert "all stopped" in service.output and "Traceback" not in service.output
 
 
 def _kill_vllm(service: RunningService) -> None:
-    engine = next(p for p in service.descendants() if "vllm.entrypoints" in " ".join(p.cmdline()))
+    engine = next(p for p in service.descendants() if "vllm.entrypoints" in _cmdline(p))
     os.killpg(engine.pid, signal.SIGKILL)  # the whole vLLM group, as an out-of-memory kill would
 
 

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
-from backend.server import processes
-from backend.settings import PROJECT_ROOT
-
-
-def chainlit_argv(host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "chainlit", "run", str(PROJECT_ROOT / "app.py"), "--headless",
-            "--host", host, "--port", str(port)]
+from backend.server.chat_page import ChatPage, chainlit_argv  # noqa: F401 - chainlit_argv re-exported
+from backend.readiness import Verdict, wait_ready
 
 
 @contextmanager
@@ -26,22 +17,13 @@ def chainlit_app(*, ui_port: int, log_dir: Path, env: dict[str, str], timeout: f
     # Its own data folder unless told otherwise: a test or benchmark never writes the user's history.
     full_env = {**os.environ, "RCHAT_UI_PORT": str(ui_port), "RCHAT_LOG_DIR": str(log_dir),
                 "RCHAT_DATA_DIR": str(log_dir / "data"), **env}
-    log = log_dir / f"ui-{ui_port}.log"
-    proc = processes.spawn_group(chainlit_argv("127.0.0.1", ui_port), env=full_env, log_path=log, cwd=PROJECT_ROOT)
-    url = f"http://127.0.0.1:{ui_port}"
+    page = ChatPage(host="127.0.0.1", port=ui_port, env=full_env, log_path=log_dir / f"ui-{ui_port}.log",
+                    startup_timeout=timeout)
+    page.start()
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the chat page exited with code {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(url, timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the chat page did not answer within {timeout:.0f} s; see {log}")
-            time.sleep(0.5)
-        yield url
+        outcome = wait_ready(page.awaited())
+        if outcome.verdict is not Verdict.READY:
+            raise RuntimeError(str(page.start_failure(outcome)))
+        yield page.url
     finally:
-        processes.stop_group(proc, grace=5)
+        page.stop(grace=5)

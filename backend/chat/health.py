@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable
 
 import httpx
 
-from backend.settings import Settings
+from backend.readiness import Awaited, Outcome, Verdict, await_ready
 from backend.server_status import read_status
-
+from backend.settings import Settings
 
 _http: httpx.AsyncClient | None = None
 
@@ -43,12 +41,16 @@ def gave_up(settings: Settings) -> bool:
 async def wait_until_healthy(settings: Settings, *, on_wait: Callable[[str], Awaitable[None]],
                              timeout: float, every: float = 2.0) -> bool:
     """Poll /health; call on_wait(description) while down. False on timeout or if the launcher gave up."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await is_healthy(settings):
-            return True
+    global _http
+    if _http is None:
+        _http = httpx.AsyncClient(timeout=2.0)
+
+    async def show(_outcome: Outcome) -> None:
         await on_wait(describe_down(settings))
-        if gave_up(settings):
-            return False
-        await asyncio.sleep(every)
-    return False
+
+    def launcher_gave_up() -> str | None:
+        return describe_down(settings) if gave_up(settings) else None
+
+    awaited = Awaited(f"{settings.server_url}/health", timeout, gone=launcher_gave_up)
+    outcome = await await_ready(awaited, http=_http, on_wait=show, interval=every)
+    return outcome.verdict is Verdict.READY

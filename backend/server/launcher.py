@@ -1,9 +1,13 @@
-"""The long-lived launcher that `start_service.sh` execs: owns vLLM and Chainlit, in that order.
+"""The long-lived launcher that `start_service.sh` execs: owns vLLM and the chat page, in that order.
 
-It starts vLLM (or waits on an external server), waits for /health while showing progress, starts
-Chainlit, then watches both: Chainlit exits -> stop vLLM and exit with Chainlit's code; vLLM dies ->
-restart it with backoff while the UI says so; SIGINT/SIGTERM/SIGHUP -> stop both, UI first. A
-watchdog process covers our own death: nothing we started outlives us.
+It starts vLLM (or waits on an external server), then the chat page once vLLM first answers, and
+from then on ticks both supervised children in one loop (backend/server/supervision.py), so it
+watches both at every moment, a restart's wait included:
+- vLLM dies, or a restart of it fails: restart with backoff under its policy while the page says
+  "restarting"; over the limit, stop restarting and keep the page up saying why.
+- the chat page dies: restart it under its own policy while vLLM stays up; over its limit, stop all.
+- SIGINT/SIGTERM/SIGHUP, at any moment: stop both (page first) within their grace periods.
+A watchdog process covers our own death: nothing we started outlives us.
 """
 
 from __future__ import annotations
@@ -17,26 +21,20 @@ from collections.abc import Callable
 
 import httpx
 
-from backend.server import processes
-from backend.errors import ChatAppError, PortBusy
+from backend.errors import ChatAppError
 from backend.qa.setup import preflight
-from backend.settings import PROJECT_ROOT, Settings
+from backend.server.chat_page import ChatPage
+from backend.server.restart_policy import RestartPolicy
 from backend.server_status import BackendStatus, write_status
-from backend.server.supervisor import Progress, VLLMServer
+from backend.server.supervision import Hooks, State, Supervised
+from backend.server.supervisor import STOP_GRACE, Progress, VLLMServer
+from backend.server.vllm_command import LaunchSpec
+from backend.settings import PROJECT_ROOT, Settings
 
-UI_READY_TIMEOUT = 120.0
+TICK = 0.5  # seconds between looks at the children; also the longest a stop request waits
 
-
-class Shutdown(Exception):
-    """Raised from a signal handler to unwind into the cleanup path."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
-
-
-def _raise_shutdown(signum: int, _frame: object) -> None:
-    raise Shutdown(signum)
+AfterHealthy = Callable[[VLLMServer], str | None]
+"""Run each time vLLM answers /health (see supervision.py): None keeps it; a reason starts it again."""
 
 
 def say(text: str) -> None:
@@ -57,15 +55,28 @@ class ProgressPrinter:
 
 
 class Launcher:
-    def __init__(self, settings: Settings, *, with_ui: bool = True) -> None:
+    def __init__(self, settings: Settings, *, with_ui: bool = True, launch: LaunchSpec | None = None,
+                 page_argv: list[str] | None = None, after_healthy: AfterHealthy | None = None) -> None:
         self.settings, self.with_ui = settings, with_ui
         self.started = time.monotonic()
-        self.server = VLLMServer(settings, on_progress=ProgressPrinter(self._publish_starting))
-        self.ui: subprocess.Popen | None = None
+        self.stop_signal: int | None = None
+        self.state = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
         self.watchdog = self._start_watchdog()
-        self.crashes: list[float] = []
-        self.gave_up = False  # too many crashes: no more restarts; the page says why
-        self.state: BackendStatus = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
+        hooks = Hooks(say=say, spawned=lambda pid: self._tell_watchdog(f"+{pid}"),
+                      reaped=lambda pid: self._tell_watchdog(f"-{pid}"), changed=self._changed)
+        self.server = VLLMServer(settings, launch=launch, on_progress=ProgressPrinter(self._publish_starting))
+        self.vllm = Supervised(self.server, RestartPolicy(settings.max_restarts, settings.restart_window), hooks,
+                               after_ready=(lambda: after_healthy(self.server)) if after_healthy else None)
+        page = ChatPage(host=settings.ui_host, port=settings.ui_port, argv=page_argv,
+                        env={**os.environ, "RCHAT_API_KEY": self.server.api_key, "PYTHONUNBUFFERED": "1"},
+                        log_path=settings.log_dir / f"ui-{settings.ui_port}.log",
+                        startup_timeout=settings.ui_startup_timeout)
+        self.page = Supervised(page, RestartPolicy(settings.ui_max_restarts, settings.restart_window), hooks)
+
+    def request_stop(self, signum: int) -> None:
+        """What the signal handlers call: the loop sees it within one tick, whatever it was doing."""
+        if self.stop_signal is None:
+            self.stop_signal = signum
 
     # --- status published for the UI ---
     def _publish(self, state: str, phase: str = "", message: str = "") -> None:
@@ -74,7 +85,30 @@ class Launcher:
         write_status(self.settings.status_file, self.state)
 
     def _publish_starting(self, phase: str) -> None:
-        self._publish("restarting" if self.crashes else "starting", phase)
+        self._publish("restarting" if self.vllm.restarting else "starting", phase)
+
+    def _changed(self, sup: Supervised) -> None:
+        if sup is self.page:
+            if sup.state is State.RUNNING and sup.child.starts == 1:
+                shown = "localhost" if self.settings.ui_host in ("127.0.0.1", "0.0.0.0") else self.settings.ui_host
+                say(f"chat ready at http://{shown}:{self.settings.ui_port} after "
+                    f"{time.monotonic() - self.started:.1f} s (Ctrl-C stops everything)")
+            return
+        if sup.state is State.RUNNING:
+            self._publish("external" if self.settings.external else "ready", "ready")
+            if sup.relaunches == 0 and self.server.ready_after is None:
+                self.server.ready_after = time.monotonic() - (self.server.started_at or self.started)
+                say(f"vLLM healthy after {self.server.ready_after:.1f} s")
+        elif sup.state is State.BACKOFF:
+            self._publish("restarting", f"restarting in {max(0.0, sup.restart_at - time.monotonic()):.0f} s")
+        elif sup.state is State.CHECKING:
+            self._publish_starting("checking it after start-up")
+        elif sup.state is State.STARTING:
+            self._publish_starting("launching")
+        elif sup.state is State.GAVE_UP:
+            self._publish("failed", message=sup.reason)
+            if self.with_ui:
+                say("the chat page stays up and tells its users; Ctrl-C stops it")
 
     # --- the watchdog ---
     def _start_watchdog(self) -> subprocess.Popen:
@@ -95,14 +129,11 @@ class Launcher:
                 self.server.check_can_start()  # model and port first: a doomed start touches no data
             if self.with_ui and not self._preflight():
                 return 2
-            self._check_ui_port()
-            self._start_server()
             if self.with_ui:
-                self._start_ui()
-            return self._watch()
-        except Shutdown as sig:
-            say(f"got {sig}, stopping")
-            return 128 + sig.signum
+                self.page.child.check_port()
+            self._say_starting()
+            self.vllm.begin()
+            return self._loop()
         except ChatAppError as err:
             self._publish("failed", message=str(err).splitlines()[0])
             say(f"error: {err}")
@@ -117,124 +148,53 @@ class Launcher:
             say(problem)
         return not any(p.startswith("error") for p in problems)
 
-    def _check_ui_port(self) -> None:
-        host, port = self.settings.ui_host, self.settings.ui_port
-        if self.with_ui and not processes.port_is_free(host, port):
-            raise PortBusy(f"Cannot start the chat page: port {port} is already in use by "
-                           f"{processes.port_holder(port)}. Stop it or set RCHAT_UI_PORT to a free port.")
-
-    def _start_server(self) -> None:
+    def _say_starting(self) -> None:
         s = self.settings
         if s.external:
             say(f"external mode: waiting on {s.base_url}/health (nothing is launched)")
         else:
             say(f"starting vLLM on {s.server_url} ({self.server.launch.device}), model {s.resolved_model}")
             say(f"vLLM log: {self.server.log_path}")
-        self.server.start()
-        if self.server.proc is not None:
-            self._tell_watchdog(f"+{self.server.proc.pid}")
-        took = self.server.wait_healthy()
-        self._publish("external" if s.external else "ready", "ready")
-        say(f"vLLM healthy after {took:.1f} s")
 
-    def _ui_env(self) -> dict[str, str]:
-        return {**os.environ, "RCHAT_API_KEY": self.server.api_key, "PYTHONUNBUFFERED": "1"}
-
-    def _start_ui(self) -> None:
-        s = self.settings
-        argv = [sys.executable, "-m", "chainlit", "run", str(PROJECT_ROOT / "app.py"),
-                "--host", s.ui_host, "--port", str(s.ui_port), "--headless"]
-        log_path = s.log_dir / f"ui-{s.ui_port}.log"
-        log_path.write_text("")
-        self.ui = processes.spawn_group(argv, env=self._ui_env(), log_path=log_path, cwd=PROJECT_ROOT)
-        self._tell_watchdog(f"+{self.ui.pid}")
-        self._wait_ui(log_path)
-        shown = "localhost" if s.ui_host in ("127.0.0.1", "0.0.0.0") else s.ui_host
-        say(f"chat ready at http://{shown}:{s.ui_port} after {time.monotonic() - self.started:.1f} s "
-            "(Ctrl-C stops everything)")
-
-    def _wait_ui(self, log_path) -> None:
-        url = f"http://{self.settings.ui_host}:{self.settings.ui_port}/"
-        deadline = time.monotonic() + UI_READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.ui.poll() is not None:
-                from backend.server.supervisor import read_tail
-                raise ChatAppError(f"The chat UI exited with code {self.ui.returncode} while starting. "
-                                   f"Its log ({log_path}) ends with:\n{read_tail(log_path, 30)}")
-            try:
-                if httpx.get(url, timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        raise ChatAppError(f"The chat UI did not answer on {url} within {UI_READY_TIMEOUT:.0f} s; see {log_path}.")
-
-    def _watch(self) -> int:
-        """Block until the UI exits (its code is ours) or vLLM can no longer be kept up."""
-        while True:
-            if self.ui is not None and self.ui.poll() is not None:
-                code = self.ui.returncode
-                say(f"the chat UI exited with code {code}; stopping vLLM")
-                return code
-            if not self.settings.external and not self.gave_up and not self.server.is_running():
-                self._restart_server()
-                if self.gave_up and self.ui is None:
+    def _loop(self) -> int:
+        """Tick both children until a stop is asked for or one of them can no longer be kept up."""
+        with httpx.Client() as http:
+            while self.stop_signal is None:
+                self.vllm.tick(http)
+                if self.vllm.state is State.FAILED:
+                    raise self.vllm.error
+                if self.with_ui and self.page.state is State.STOPPED and self.vllm.ever_ready:
+                    self.page.begin()  # the first start, once vLLM first answered
+                self.page.tick(http)
+                if self.page.state is State.FAILED:
+                    raise self.page.error
+                if self.page.state is State.GAVE_UP:
+                    say("the chat page cannot be kept up; stopping vLLM")
+                    return 1
+                if self.vllm.state is State.GAVE_UP and not self.with_ui:
                     return 1  # no page to explain it on
-            time.sleep(0.5)
-
-    def _restart_server(self) -> None:
-        """vLLM died under a running UI: restart with backoff, or give up after too many crashes.
-
-        Giving up keeps the page running: a booth screen then says what happened and what to do,
-        instead of going blank; the console gets the message and the end of vLLM's log."""
-        code = self.server.proc.returncode if self.server.proc else None
-        tail = self.server.log_tail(15)
-        old_pid = self.server.proc.pid if self.server.proc else None
-        self.server.stop(grace=2)  # reap what is left of the dead group
-        if old_pid:
-            self._tell_watchdog(f"-{old_pid}")
-        now = time.monotonic()
-        self.crashes = [t for t in self.crashes if now - t < self.settings.restart_window] + [now]
-        if len(self.crashes) > self.settings.max_restarts:
-            message = (f"vLLM crashed {len(self.crashes)} times in {self.settings.restart_window:.0f} s "
-                       f"(last exit code {code}); giving up. Check {self.server.log_path}, then restart "
-                       "with ./start_service.sh.")
-            self._publish("failed", message=message)
-            say(f"error: {message}\nThe end of its log:\n{tail}")
-            if self.ui is not None:
-                say("the chat page stays up and tells its users; Ctrl-C stops it")
-            self.gave_up = True
-            return
-        delay = min(30.0, 2.0 ** (len(self.crashes) - 1))
-        say(f"vLLM exited with code {code}; restarting in {delay:.0f} s "
-            f"(crash {len(self.crashes)} of at most {self.settings.max_restarts})")
-        self._publish("restarting", f"restarting in {delay:.0f} s")
-        time.sleep(delay)
-        self.server.start()
-        self._tell_watchdog(f"+{self.server.proc.pid}")
-        self.server.wait_healthy()
-        self._publish("ready", "ready")
-        say("vLLM is healthy again")
+                time.sleep(TICK)
+        say(f"got {signal.Signals(self.stop_signal).name}, stopping")
+        return 128 + self.stop_signal
 
     def _stop_all(self) -> None:
-        # Once we are cleaning up, further signals must not interrupt the cleanup itself.
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
-        if self.ui is not None:
-            processes.stop_group(self.ui, grace=10)
-            self.ui = None
+        self.page.stop(grace=10)
         if self.server.proc is not None:
             say("stopping vLLM")
-            self.server.stop()
+        self.vllm.stop(grace=STOP_GRACE)
         if self.state.state != "failed":
             self._publish("stopped")
         self._tell_watchdog("exit")
-        self.watchdog.wait(timeout=5)
+        try:
+            self.watchdog.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.watchdog.kill()
         say("all stopped")
 
 
-def run(settings: Settings, *, with_ui: bool = True) -> int:
+def run(settings: Settings, *, with_ui: bool = True, after_healthy: AfterHealthy | None = None) -> int:
     """Entry point: install signal handlers (only here) and run the launcher."""
+    launcher = Launcher(settings, with_ui=with_ui, after_healthy=after_healthy)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_shutdown)
-    return Launcher(settings, with_ui=with_ui).run()
+        signal.signal(sig, lambda signum, _frame: launcher.request_stop(signum))
+    return launcher.run()

@@ -17,14 +17,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
+from backend.errors import (
+    ModelNotUsable,
+    PortBusy,
+    ServerExited,
+    ServerStartError,
+    StartupTimeout,
+)
 from backend.server import processes
-from backend.errors import ModelNotUsable, PortBusy, ServerExited, StartupTimeout
-from backend.settings import Settings, new_api_key
+from backend.readiness import (
+    Awaited,
+    Outcome,
+    Verdict,
+    never_gone,
+    process_gone,
+    wait_ready,
+)
 from backend.server.vllm_command import LaunchSpec, build_launch, model_problem
+from backend.settings import Settings, new_api_key
 
-POLL_INTERVAL = 0.5
 STOP_GRACE = 15.0
 LOG_TAIL_LINES = 40
 
@@ -132,38 +143,34 @@ class VLLMServer:
                            f"{processes.port_holder(port)}. Stop that process or set RCHAT_VLLM_PORT "
                            "to a free port.")
 
-    def wait_healthy(self, timeout: float | None = None) -> float:
-        """Poll /health until it answers 200; return seconds since start. Fails fast if vLLM exits."""
-        timeout = timeout or self.settings.startup_timeout
+    # --- what supervision needs (see backend/server/supervision.py) ---
+    name = "vLLM"
+
+    def awaited(self) -> Awaited:
+        """What "ready" means for the server just started: /health, within the start-up timeout."""
         assert self.started_at is not None, "start() first"
-        deadline = self.started_at + timeout
-        with httpx.Client(timeout=2.0) as http:
-            while True:
-                self._raise_if_exited()
-                if self._health_ok(http):
-                    self.ready_after = time.monotonic() - self.started_at
-                    self.phase = "ready"
-                    return self.ready_after
-                self._report_progress()
-                if time.monotonic() > deadline:
-                    raise StartupTimeout(
-                        f"The model server did not become healthy within {timeout:.0f} s (last phase: "
-                        f"{self.phase}). Raise RCHAT_STARTUP_TIMEOUT if the machine is slow.",
-                        log_tail=self.log_tail())
-                time.sleep(POLL_INTERVAL)
+        return Awaited(self.url_for("health"), self.settings.startup_timeout, started=self.started_at,
+                       gone=process_gone(self.proc) if self.proc is not None else never_gone)
 
-    def _health_ok(self, http: httpx.Client) -> bool:
-        try:
-            return http.get(self.url_for("health")).status_code == 200
-        except httpx.HTTPError:
-            return False  # connection refused until the engine has loaded: normal
+    def start_failure(self, outcome: Outcome) -> ServerStartError:
+        if outcome.verdict is Verdict.TIMED_OUT:
+            return StartupTimeout(
+                f"The model server did not become healthy within {self.settings.startup_timeout:.0f} s "
+                f"(last phase: {self.phase}). Raise RCHAT_STARTUP_TIMEOUT if the machine is slow.",
+                log_tail=self.log_tail())
+        return ServerExited(f"The model server {outcome.reason} before it was ready (phase: {self.phase}). "
+                            f"Its log is {self.log_path}.", log_tail=self.log_tail())
 
-    def _raise_if_exited(self) -> None:
-        if self.proc is None or self.proc.poll() is None:
-            return
-        code = self.proc.returncode
-        raise ServerExited(f"The model server exited with code {code} before it was ready "
-                           f"(phase: {self.phase}). Its log is {self.log_path}.", log_tail=self.log_tail())
+    def on_wait(self, _outcome: Outcome) -> None:
+        self._report_progress()
+
+    def wait_healthy(self) -> float:
+        """Block until /health answers; return seconds since start. Fails fast if vLLM exits."""
+        outcome = wait_ready(self.awaited(), on_wait=self.on_wait)
+        if outcome.verdict is not Verdict.READY:
+            raise self.start_failure(outcome)
+        self.ready_after, self.phase = outcome.elapsed, "ready"
+        return self.ready_after
 
     def _report_progress(self) -> None:
         if self.proc is not None:
