@@ -106,8 +106,9 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
 
 def _starts_again_on_the_same_ports(tmp_path, service: RunningService) -> None:
     """A second start right after the first one ended, on its ports: it comes up and answers."""
-    with RunningService(tmp_path / "again", ports=(service.vllm_port, service.ui_port)) as again:
-        again.wait_ready()
+    with RunningService(tmp_path / "again", ports=(service.vllm_port, service.ui_port),
+                        RCHAT_STARTUP_TIMEOUT=str(SLOW_START)) as again:
+        again.wait_ready(SLOW_START)
         said, answers = asyncio.run(_ask(f"http://127.0.0.1:{again.ui_port}", "What is 2 plus 2?"))
         assert len(answers) == 1 and answers[0].strip(), said
 
@@ -235,17 +236,19 @@ async def _kill_mid_answer(url: str, service: RunningService) -> tuple[list[str]
         return [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK)], session.thread_id
 
 
-async def _ask(url: str, question: str) -> tuple[str, list[str]]:
+async def _ask(url: str, question: str, *, timeout: float = 300) -> tuple[str, list[str]]:
     """Everything the page said while answering (notices included, every update), and the answers."""
     async with ChainlitSession(url) as session:
-        answer = await session.ask(question, timeout=300)
+        answer = await session.ask(question, timeout=timeout)
         said = "\n".join(m.get("output", "") for m in session.messages)
     return said, [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK)]
 
 
+@pytest.mark.timeout(3 * SLOW_START)  # two whole vLLM starts, then a third on the same ports
 def test_a_crashed_vllm_is_restarted_and_repeated_crashes_are_given_up_on_with_the_page_saying_so(tmp_path) -> None:
-    with RunningService(tmp_path, RCHAT_MAX_RESTARTS="1", RCHAT_DEFAULT_MAX_TOKENS="400") as service:
-        service.wait_ready()
+    with RunningService(tmp_path, RCHAT_MAX_RESTARTS="1", RCHAT_DEFAULT_MAX_TOKENS="400",
+                        RCHAT_STARTUP_TIMEOUT=str(SLOW_START)) as service:
+        service.wait_ready(SLOW_START)
         url, status_file = f"http://127.0.0.1:{service.ui_port}", tmp_path / f"backend-status-{service.ui_port}.json"
         # Killed in the middle of an answer: it ends with a message and keeps its text, on the page and stored.
         [shown], thread_id = asyncio.run(_kill_mid_answer(url, service))
@@ -253,7 +256,7 @@ def test_a_crashed_vllm_is_restarted_and_repeated_crashes_are_given_up_on_with_t
         [stored] = load_records(tmp_path / "data" / "history.sqlite3", thread_id=thread_id)
         assert stored["outcome"] == "interrupted" and len(stored["answer"]) > 5 and stored["answer"] in shown
         # A question asked while vLLM restarts: the page says so, waits, and answers once it is back.
-        said, answers = asyncio.run(_ask(url, "What is 2 plus 2?"))
+        said, answers = asyncio.run(_ask(url, "What is 2 plus 2?", timeout=SLOW_START))
         assert "restarting" in said and "ready again; answering now" in said
         assert len(answers) == 1 and answers[0].strip()
         assert "restarting in" in service.output and "vLLM is healthy again" in service.output

@@ -178,9 +178,6 @@ class VLLMServer:
         if self.on_progress and self.started_at is not None:
             self.on_progress(Progress(elapsed=time.monotonic() - self.started_at, phase=self.phase))
 
-    def is_running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return read_tail(self.log_path, lines)
 
