@@ -33,14 +33,18 @@ export UV_FIND_LINKS="${UV_FIND_LINKS:-${PIP_FIND_LINKS:-$(pip_conf find-links)}
 idx="${PIP_INDEX_URL:-$(pip_conf index-url)}"
 [[ -n "$idx" && -z "${UV_DEFAULT_INDEX:-}" ]] && export UV_DEFAULT_INDEX="$idx"
 
-lock=locks/ui.txt
-(( dev )) && lock=locks/ui-dev.txt
-want="$(sha256sum < "$lock")"
-if [[ ! -x .venv/bin/python || "$(cat .venv/.installed 2>/dev/null)" != "$want" ]]; then
-    say "installing the UI environment .venv from $lock"
+# One stamp per lock. locks/ui-dev.txt is compiled with locks/ui.txt as constraints, so a test
+# environment holds the runtime one exactly: a plain start after ./run_tests.sh keeps the test
+# packages (a test that runs ./start_service.sh must not strip pytest from under itself).
+stamp_ok() { [[ -x .venv/bin/python && "$(cat ".venv/.installed-$1" 2>/dev/null)" == "$(sha256sum < "locks/$1.txt")" ]]; }
+lock=ui
+(( dev )) && lock=ui-dev
+if ! stamp_ok ui || ! stamp_ok "$lock"; then
+    say "installing the UI environment .venv from locks/$lock.txt"
     [[ -x .venv/bin/python ]] || step ui-venv "$uv" venv --quiet --python python3 .venv
-    step ui-install "$uv" pip sync --python .venv/bin/python "$lock"
-    echo "$want" > .venv/.installed
+    rm -f .venv/.installed-*
+    step ui-install "$uv" pip sync --python .venv/bin/python "locks/$lock.txt"
+    for f in ui "$lock"; do sha256sum < "locks/$f.txt" > ".venv/.installed-$f"; done
     say "UI environment ready ($((SECONDS - started)) s so far)"
 fi
 
