@@ -1,34 +1,52 @@
-"""Checks a final answer against the repository's answer key (backend/qa/questions.json)."""
+"""Grades the final answer of an answer against the repository's answer key (backend/qa/questions.json).
+
+Only the final answer counts, never what the text says on the way: backend/qa/final_answer.py finds
+it, backend/qa/answer_compare.py reads its value by the question's kind and compares it with the key.
+Three outcomes: correct, incorrect, unclear (no final answer found, or it hedges). Nothing is correct
+by default. Measured against hand-labelled answers in tests/test_answer_key_corpus.py (docs/grading.md).
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from backend.qa import answer_compare, final_answer
+from backend.qa.answer_values import Reading
 from backend.qa.question_set import Question, load_questions
+
+OUTCOMES = ("correct", "incorrect", "unclear")
 
 
 @dataclass(frozen=True)
 class Verdict:
     question_id: str
     expected: str
-    correct: bool
+    outcome: str  # one of OUTCOMES
+    read: str | None  # the final answer as read (the value), None when none was found
+    found_in: str | None = None  # the sentence it was read from (or the \boxed{} content)
+    how: str | None = None  # "boxed", "marked" (after "answer:"), "last claim"; None when none was found
 
     @property
-    def outcome(self) -> str:
-        return "correct" if self.correct else "incorrect"
+    def correct(self) -> bool:
+        return self.outcome == "correct"
 
     def describe(self) -> str:
-        return f"**Answer key: {'correct' if self.correct else 'incorrect'}** (expected: {self.expected})"
+        """The page line; it starts with "Answer key: <outcome>" so that tools can read it."""
+        if self.read is not None:
+            return f"Answer key: {self.outcome} — final answer read as {_short(self.read)}; expected {self.expected}"
+        if self.found_in is not None:
+            return (f"Answer key: unclear — the final answer names more than one answer "
+                    f"(“{_short(self.found_in)}”); expected {self.expected}")
+        return f"Answer key: unclear — no final answer found; expected {self.expected}"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _normal(text: str) -> str:
     return " ".join(re.sub(r"[*_`]", "", text).lower().split())
-
-
-def _mentions(answer: str, phrase: str) -> bool:
-    """Whole-phrase match: "9.8" is in "is 9.8." but not in "9.81" or "19.8"."""
-    return re.search(rf"(?<![\w.]){re.escape(_normal(phrase))}(?!\w)", answer) is not None
 
 
 def find_question(text: str) -> Question | None:
@@ -36,12 +54,29 @@ def find_question(text: str) -> Question | None:
     return next((q for q in load_questions() if _normal(q.question) == wanted), None)
 
 
-def check(question_text: str, answer: str) -> Verdict | None:
-    """A verdict when the question is in the key, else None. Reject phrases win over accept ones."""
+def check(question_text: str, answer_text: str) -> Verdict | None:
+    """The verdict on the answer's final answer when the question is in the key, else None."""
     question = find_question(question_text)
-    if question is None or not answer.strip():
+    if question is None:
         return None
-    said = _normal(answer)
-    correct = (not any(_mentions(said, r) for r in question.reject)
-               and any(_mentions(said, a) for a in question.accept))
-    return Verdict(question.id, question.expected, correct)
+    return grade(question, answer_text)
+
+
+def grade(question: Question, answer_text: str) -> Verdict:
+    def reader(part: str, how: str) -> Reading | None:
+        return answer_compare.read(question, part, marked=how != "last claim")
+
+    final = final_answer.find(answer_text, reader)
+    if final is None and question.not_about:
+        # No value for what was asked, but one for something else ("The bat costs $1.05"): wrong quantity.
+        final = final_answer.find(answer_text, lambda part, how: answer_compare.read_other_quantity(question, part))
+    if final is None:
+        return Verdict(question.id, question.expected, "unclear", None)
+    value, said_of = final.reading.value, final.reading.said_of
+    if value is None:  # it hedges between several answers
+        return Verdict(question.id, question.expected, "unclear", None, final.text, final.how)
+    if said_of:
+        read = f"{value.text.strip()} (for the {said_of}, not the {question.about[0]})"
+        return Verdict(question.id, question.expected, "incorrect", read, final.text, final.how)
+    outcome = "correct" if answer_compare.matches(question, value) else "incorrect"
+    return Verdict(question.id, question.expected, outcome, value.text.strip(), final.text, final.how)

@@ -1,0 +1,101 @@
+"""Finds the final answer in an answer's text: where the text says what its answer is.
+
+In order: the last `\\boxed{}`; else the last explicit marker ("final answer", "answer:", "the answer
+is"); else, from the end backwards, the last sentence that states a value of the question's kind (so
+an answer that changes its mind is read where it settles). If the text changes its mind ("wait",
+"actually", "I made a mistake") after a marked answer, only what follows the change counts. Reasoning is
+never given to this module: the caller passes the answer part only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+BOXED = re.compile(r"\\boxed\s*\{")
+# "The final answer is", "Answer:", "the answer is", "my answer would be": the text names its answer.
+MARKER = re.compile(r"\b(?:final answer|(?:the|my|correct|short) answer|answer)\s*(?:is|would be|:|=|-)\s*:?"
+                    r"|^\s*answer\b\W*", re.IGNORECASE | re.MULTILINE)
+# Words with which a text takes back what it said before.
+CHANGE = re.compile(r"\b(?:wait|actually|on second thought|correction|i made a mistake|i was wrong|"
+                    r"that'?s (?:not right|wrong|incorrect)|let me (?:re-?check|reconsider|recount|"
+                    r"recalculate|correct))\b", re.IGNORECASE)
+# A sentence ends at . ! ? followed by a space, or at a line break (the dot of 9.8 has no space after it).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+MARKUP = re.compile(r"\*\*|__|`|^#+\s*|\\[()\[\]]|\$\$", re.MULTILINE)
+TEXT_CMD = re.compile(r"\\(?:text|mathrm|textbf)\{([^{}]*)\}")
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class FinalAnswer(Generic[T]):
+    text: str  # the part of the answer that holds the final answer
+    how: str  # "boxed", "marked" or "last claim"
+    reading: T  # what the caller's reader made of it
+
+
+def clean(text: str) -> str:
+    """Markdown and LaTeX wrappers off; the words and values stay."""
+    text = TEXT_CMD.sub(r"\1", text)
+    text = MARKUP.sub("", text)
+    return text.replace("\u2212", "-").replace("\u2013", "-").replace("\\$", "$").replace("\\%", "%")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in SENTENCE_END.split(text) if s and s.strip()]
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last \\boxed{...}, braces matched."""
+    starts = [m.end() for m in BOXED.finditer(text)]
+    if not starts:
+        return None
+    depth, start = 1, starts[-1]
+    for i in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i].strip()
+    return text[start:].strip()
+
+
+def after_last_change(text: str) -> str:
+    """What follows the last change of mind, or the whole text if it never changes it."""
+    changes = list(CHANGE.finditer(text))
+    return text[changes[-1].start():] if changes else text
+
+
+def marked(text: str) -> Iterator[str]:
+    """Sentences that follow an explicit answer marker, the last marker first."""
+    for match in reversed(list(MARKER.finditer(text))):
+        rest = sentences(text[match.end():])
+        if rest:
+            yield rest[0]
+
+
+# A reader gets a part of the answer and how it was found; it returns what that part states, or None.
+Reader = Callable[[str, str], "T | None"]
+
+
+def find(answer: str, reader: Reader) -> FinalAnswer | None:
+    """The final answer of `answer`: the last part where `reader` finds a value of the kind asked."""
+    text = clean(answer)
+    region = after_last_change(text)
+    # Text after a change of mind that names no value ("Actually, this is a classic puzzle") changes nothing.
+    return _find_in(region, reader) or (_find_in(text, reader) if region != text else None)
+
+
+def _find_in(text: str, reader: Reader) -> FinalAnswer | None:
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return FinalAnswer(boxed, "boxed", reader(boxed, "boxed"))
+    for part in marked(text):
+        if (reading := reader(part, "marked")) is not None:
+            return FinalAnswer(part, "marked", reading)
+    for sentence in reversed(sentences(text)):
+        if (reading := reader(sentence, "last claim")) is not None:
+            return FinalAnswer(sentence, "last claim", reading)
+    return None
