@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.chat.reasoning import ThinkTagParser  # noqa: E402
-from backend.qa.question_set import Question, load_questions  # noqa: E402
-from backend.server.processes import free_port  # noqa: E402
-from backend.server.supervisor import VLLMServer  # noqa: E402
-from backend.settings import load_settings  # noqa: E402
+from backend.chat.reasoning import ThinkTagParser
+from backend.qa.question_set import Question, load_questions
+from backend.server.processes import free_port
+from backend.server.supervisor import VLLMServer
+from backend.settings import load_settings
 
 
 def split_reasoning(content: str) -> tuple[str, str]:

@@ -40,8 +40,8 @@ def _claims(question: Question, text: str, found: list[Value]) -> list[str]:
         after = text[v.start + len(v.text): found[i + 1].start if i + 1 < len(found) else len(text)]
         before = text[found[i - 1].start + len(found[i - 1].text) if i else 0: v.start]
         for word, flip in ((same, False), (opposite, True)):
-            says = re.match(rf"\W*{VERB}\s+(?:the\s+|a\s+)?(not\s+)?(?:\w+\s+)?(?:{word})\b", after, re.I)
-            names = re.search(rf"\b(?:{word})\b(?:\s+\w+){{0,3}}\s*(?:{VERB}|:)\s*$", before, re.I)
+            says = re.match(rf"\W*{VERB}\s+(?:the\s+|a\s+)?(not\s+)?(?:\w+\s+)?(?:{word})\b", after, re.IGNORECASE)
+            names = re.search(rf"\b(?:{word})\b(?:\s+\w+){{0,3}}\s*(?:{VERB}|:)\s*$", before, re.IGNORECASE)
             if says or names:
                 picked.append(_side(question, v.key, flip != bool(says and says.group(1))))
         sign = re.match(r"\s*([<>])", after)

@@ -17,8 +17,8 @@ from functools import cache
 from math_verify import ExprExtractionConfig, parse, verify
 
 from backend.qa import answer_values as av
-from backend.qa.answer_values import Reading
 from backend.qa.answer_choice import read_choice
+from backend.qa.answer_values import Reading
 from backend.qa.question_set import Question
 
 # The texts math-verify sees are numbers we wrote ourselves ("(5)/100"): no parse can hang, so its

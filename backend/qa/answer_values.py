@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-UNITS = {"ones": "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-                 "fifteen sixteen seventeen eighteen nineteen".split(),
-         "tens": "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()}
+UNITS = {"ones": ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                  "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"],
+         "tens": ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]}
 SMALL = {w: i for i, w in enumerate(UNITS["ones"])} | {w: 10 * i for i, w in enumerate(UNITS["tens"]) if w != "_"}
 WORD_NUMBER = re.compile(r"\b(?:(?:a|one|two|three|four|five|six|seven|eight|nine)[ -]hundred(?:[ -](?:and[ -])?)?)?"
                          r"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[ -](?:one|two|three|"
@@ -23,9 +23,10 @@ PRONOUN_ONE = re.compile(r"\b(?:the|this|that|which|each|every|any|no|some|anoth
                          re.IGNORECASE)
 DIGITS = r"(?<![\w.,/])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?![\w/]|[.,]\d)"
 NUMBER = re.compile(DIGITS)
-ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
-WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
-MONTHS = ("january february march april may june july august september october november december").split()
+ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december"]
 SECONDS = {"second": 1, "sec": 1, "minute": 60, "min": 60, "hour": 3600, "hr": 3600, "day": 86400,
            "week": 604800}
 
