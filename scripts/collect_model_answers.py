@@ -58,8 +58,11 @@ async def collect(client, model: str, args: argparse.Namespace) -> int:
         done += 1
         print(f"{done} answers", flush=True)
 
-    # Temperatures interleaved, so that an interrupted run still has every question at some of them.
-    await asyncio.gather(*(one(q, t) for q in load_questions() for t in args.temperatures))
+    # Rounds over all questions, each at a different temperature in each round, so that an interrupted
+    # run still has every question, at several temperatures.
+    temps, questions = args.temperatures, load_questions()
+    await asyncio.gather(*(one(q, temps[(i + r) % len(temps)])
+                           for r in range(len(temps)) for i, q in enumerate(questions)))
     return done
 
 

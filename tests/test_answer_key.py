@@ -6,7 +6,9 @@ in tests/test_answer_key_corpus.py.
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import asdict
 from decimal import Decimal
 
 import pytest
@@ -14,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from backend.qa.answer_key import Verdict, check, find_question, grade
+from backend.qa.export import to_jsonl, to_markdown
 from backend.qa.final_answer import clean, find, last_boxed, sentences
 from backend.qa.question_set import KINDS, load_questions, starters
 
@@ -176,4 +179,17 @@ def test_extraction_splits_sentences_but_not_decimals_and_drops_markup() -> None
     assert sentences("It is 9.8. Not 9.11!\nDone") == ["It is 9.8.", "Not 9.11!", "Done"]
     assert clean("**Answer:** $\\text{5 cents}$") == "Answer: $5 cents$"
     found = find("I think 3. Wait, it is 4. Good luck!", lambda part, how: re.search(r"\d", part) and how)
-    assert found is not None and found.text == "Wait, it is 4." and found.how == "last claim"
+    assert found is not None and found.text == "Wait, it is 4." and found.how == "claim"
+
+
+def test_the_export_shows_the_outcome_the_value_read_and_the_expected_answer() -> None:
+    verdict = asdict(check(BIGGER, "9.8 - 9.11 = 1.11. In this case, the answer is 1.11."))
+    record = {"thread_id": "t", "thread_name": "QA", "user": "local", "answer_id": "a", "question_id": "bigger-decimal",
+              "question": BIGGER, "sample": 1, "outcome": "complete", "reasoning": "", "answer": "…",
+              "shown": "…", "verdict": verdict, "feedback": None, "stamp": {}}
+    assert "- answer key: incorrect — final answer read as 1.11; expected 9.8" in to_markdown([record])
+    exported = json.loads(to_jsonl([record]))["verdict"]
+    assert (exported["outcome"], exported["read"], exported["expected"]) == ("incorrect", "1.11", "9.8")
+    # A record stored before the three outcomes (only "correct") still exports.
+    old = {**record, "verdict": {"question_id": "bigger-decimal", "expected": "9.8", "correct": True}}
+    assert "- answer key: correct — value read not stored; expected 9.8" in to_markdown([old])

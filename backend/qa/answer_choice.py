@@ -68,6 +68,15 @@ def read_choice(question: Question, text: str, *, hedge: re.Pattern, marked: boo
     claims = _claims(question, text, found)
     if claims:
         return Reading(Value(claims[-1], claims[-1], found[-1].start))
-    if len({v.key for v in found}) == 1:
+    if len({v.key for v in found}) == 1 and (marked or _plainly_named(text, found[0])):
         return Reading(found[0])
-    return Reading(None, hedged=True) if hedge.search(text) else None
+    result = re.search(r"=\s*(-?\d+(?:[./]\d+)?)[^=]*$", text) if marked else None
+    if result:  # "9.8 - 9.11 = 1.11. This is the answer."
+        return Reading(Value(result.group(1), result.group(1), result.start(1)))
+    return Reading(None, hedged=True) if hedge.search(text) and len(found) > 1 else None
+
+
+def _plainly_named(text: str, mention: Value) -> bool:
+    """"Carl.", "It is 9.8.": the option is the sentence's point, not a passing mention ("subtract -3 from 3")."""
+    short = len(re.findall(r"\w+", text)) <= 6
+    return short or re.search(r"\b(?:is|are|be|it's)\s*(?:the\s+)?$", text[:mention.start]) is not None

@@ -57,6 +57,9 @@ def read(question: Question, text: str, *, marked: bool = False) -> Reading | No
     if question.kind == "choice":
         return read_choice(question, text, hedge=HEDGE, marked=marked)
     found = values_of(question, text)
+    if question.kind in ("weekday", "date") and not marked:
+        named = {v.key for v in values_of(question, question.question)}
+        found = [v for v in found if v.key not in named]  # "If today is Friday, ...": restated, not answered
     if not found or (not marked and _about_something_else(question, text)):
         return None
     if question.kind in ("word", "yes/no"):

@@ -25,7 +25,7 @@ class Verdict:
     outcome: str  # one of OUTCOMES
     read: str | None  # the final answer as read (the value), None when none was found
     found_in: str | None = None  # the sentence it was read from (or the \boxed{} content)
-    how: str | None = None  # "boxed", "marked" (after "answer:"), "last claim"; None when none was found
+    how: str | None = None  # "boxed", "marked" ("answer:"), "conclusion" ("So, ..."), "claim"; None: none found
 
     @property
     def correct(self) -> bool:
@@ -64,7 +64,7 @@ def check(question_text: str, answer_text: str) -> Verdict | None:
 
 def grade(question: Question, answer_text: str) -> Verdict:
     def reader(part: str, how: str) -> Reading | None:
-        return answer_compare.read(question, part, marked=how != "last claim")
+        return answer_compare.read(question, part, marked=how in ("boxed", "marked"))
 
     final = final_answer.find(answer_text, reader)
     if final is None and question.not_about:

@@ -65,6 +65,8 @@ def numbers(text: str) -> list[Value]:
     """Numbers written in digits (1,000  9.80  1/3  -7) or words (three, thirty-six), in order."""
     found = [Value(m.group(), m.group().replace(",", ""), m.start()) for m in NUMBER.finditer(text)
              if not re.match(r"(?:st|nd|rd|th)\b", text[m.end():m.end() + 2])]
+    for m in re.finditer(r"\b(once|twice|thrice)\b", text, re.IGNORECASE):  # "appears twice": 2 times
+        found.append(Value(m.group(), str(["once", "twice", "thrice"].index(m.group().lower()) + 1), m.start()))
     for m in WORD_NUMBER.finditer(text):
         if m.group().lower() == "one" and PRONOUN_ONE.search(text[:m.start()] + "|" + text[m.end():m.end() + 4]):
             continue

@@ -93,7 +93,8 @@ def key_line(verdict: dict[str, Any]) -> str:
     # Records stored before the three outcomes have only "correct" (true / false) and no value read.
     outcome = verdict.get("outcome") or ("correct" if verdict.get("correct") else "incorrect")
     read = verdict.get("read")
-    said = f"final answer read as {read}" if read is not None else "no final answer read"
+    said = (f"final answer read as {read}" if read is not None else
+            "no final answer found" if outcome == "unclear" else "value read not stored")
     return f"answer key: {outcome} — {said}; expected {verdict.get('expected')}"
 
 

@@ -1,10 +1,11 @@
 """Finds the final answer in an answer's text: where the text says what its answer is.
 
-In order: the last `\\boxed{}`; else the last explicit marker ("final answer", "answer:", "the answer
-is"); else, from the end backwards, the last sentence that states a value of the question's kind (so
-an answer that changes its mind is read where it settles). If the text changes its mind ("wait",
-"actually", "I made a mistake") after a marked answer, only what follows the change counts. Reasoning is
-never given to this module: the caller passes the answer part only.
+In order: the last `\\boxed{}`; else the last explicit marker ("final answer:", "the answer is",
+"9.81 is the answer"); else the last concluding sentence ("So, ...", "Therefore ...") that states a
+value of the question's kind; else the first paragraph that states one (later paragraphs of a small
+model are commentary: "This is a classic example of ..."), its last such sentence. If the text changes
+its mind ("wait", "actually", "I made a mistake"), only what follows the change counts, unless it
+names no value. The caller passes the answer part only, never the reasoning.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ BOXED = re.compile(r"\\boxed\s*\{")
 # "The final answer is", "Answer:", "the answer is", "my answer would be": the text names its answer.
 MARKER = re.compile(r"\b(?:final answer|(?:the|my|correct|short) answer|answer)\s*(?:is|would be|:|=|-)\s*:?"
                     r"|^\s*answer\b\W*", re.IGNORECASE | re.MULTILINE)
+# "9.81 is the answer", "5 cents is the final answer": the marker comes after the value.
+MARKER_AFTER = re.compile(r"\bis\s+(?:the|my|our)\s+(?:final\s+|correct\s+)?answer\b", re.IGNORECASE)
+# Sentences that conclude: "So, ...", "Therefore ...", "In conclusion, ...".
+CONCLUSION = re.compile(r"^\W*(?:so|therefore|thus|hence|in conclusion|in summary|in total|in this case|finally|"
+                        r"this means|that means)\b", re.IGNORECASE)
 # Words with which a text takes back what it said before.
 CHANGE = re.compile(r"\b(?:wait|actually|on second thought|correction|i made a mistake|i was wrong|"
                     r"that'?s (?:not right|wrong|incorrect)|let me (?:re-?check|reconsider|recount|"
@@ -34,7 +40,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class FinalAnswer(Generic[T]):
     text: str  # the part of the answer that holds the final answer
-    how: str  # "boxed", "marked" or "last claim"
+    how: str  # "boxed", "marked", "conclusion" or "claim"
     reading: T  # what the caller's reader made of it
 
 
@@ -69,11 +75,21 @@ def after_last_change(text: str) -> str:
 
 
 def marked(text: str) -> Iterator[str]:
-    """Sentences that follow an explicit answer marker, the last marker first."""
-    for match in reversed(list(MARKER.finditer(text))):
-        rest = sentences(text[match.end():])
-        if rest:
-            yield rest[0]
+    """What an explicit answer marker names, the last marker first."""
+    found = [(m.end(), "after") for m in MARKER.finditer(text)] + [(m.start(), "before") for m in MARKER_AFTER.finditer(text)]
+    for at, side in sorted(found, reverse=True):
+        if side == "after":
+            rest = sentences(text[at:])
+            if rest:
+                yield rest[0]
+        elif before := sentences(text[:at]):
+            yield before[-1]  # "So, 9.81 is the answer."
+            if len(before) > 1:
+                yield before[-2]  # "... = 1.11. This is the answer."
+
+
+def paragraphs(text: str) -> list[str]:
+    return [p for p in re.split(r"\n\s*\n", text) if p.strip()]
 
 
 # A reader gets a part of the answer and how it was found; it returns what that part states, or None.
@@ -95,7 +111,13 @@ def _find_in(text: str, reader: Reader) -> FinalAnswer | None:
     for part in marked(text):
         if (reading := reader(part, "marked")) is not None:
             return FinalAnswer(part, "marked", reading)
-    for sentence in reversed(sentences(text)):
-        if (reading := reader(sentence, "last claim")) is not None:
-            return FinalAnswer(sentence, "last claim", reading)
+    for sentence in reversed([s for s in sentences(text) if CONCLUSION.match(s)]):
+        if (reading := reader(sentence, "conclusion")) is not None:
+            return FinalAnswer(sentence, "conclusion", reading)
+    # No marker: the answer is where the text first states one; what follows in later paragraphs
+    # ("This is a classic example of ...") is commentary, however many numbers it names.
+    for paragraph in paragraphs(text):
+        for sentence in reversed(sentences(paragraph)):
+            if (reading := reader(sentence, "claim")) is not None:
+                return FinalAnswer(sentence, "claim", reading)
     return None
