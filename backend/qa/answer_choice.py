@@ -62,21 +62,29 @@ def _side(question: Question, option: str, other: bool) -> str:
 def read_choice(question: Question, text: str, *, hedge: re.Pattern, marked: bool = False) -> Reading | None:
     found = mentions(question, text)
     if not found:
-        # "The answer is 1.11": after an answer marker, a value that is no option is still its answer.
-        other = re.search(r"-?\d+(?:[./]\d+)?", text) if marked else None
-        return Reading(Value(other.group(), other.group(), other.start())) if other else None
+        return _outside_options(question, text, marked=marked)
     claims = _claims(question, text, found)
     if claims:
         return Reading(Value(claims[-1], claims[-1], found[-1].start))
     if len({v.key for v in found}) == 1 and (marked or _plainly_named(text, found[0])):
-        return Reading(found[0])
+        return Reading(None, "hedges") if hedge.search(text) else Reading(found[0])
     result = re.search(r"=\s*(-?\d+(?:[./]\d+)?)[^=]*$", text) if marked else None
     if result:  # "9.8 - 9.11 = 1.11. This is the answer."
         return Reading(Value(result.group(1), result.group(1), result.start(1)))
-    return Reading(None, hedged=True) if hedge.search(text) and len(found) > 1 else None
+    return Reading(None, "hedges") if hedge.search(text) and len(found) > 1 else None
 
 
 def _plainly_named(text: str, mention: Value) -> bool:
     """"Carl.", "It is 9.8.": the option is the sentence's point, not a passing mention ("subtract -3 from 3")."""
     short = len(re.findall(r"\w+", text)) <= 6
-    return short or re.search(r"\b(?:is|are|be|it's)\s*(?:the\s+)?$", text[:mention.start]) is not None
+    return short or re.search(r"\b(?:is|are|it's)\s*(?:the\s+)?$", text[:mention.start]) is not None
+
+
+def _outside_options(question: Question, text: str, *, marked: bool) -> Reading | None:
+    """An answer that is none of the options: "The answer is 1.11", "The youngest brother is Elsa"."""
+    same = WORDS.get(question.direction, WORDS["bigger"])[0]
+    named = re.search(rf"\b(?:{same})\b(?:\s+\w+){{0,2}}\s+{VERB}\s+(?!the\b|a\b|not\b)([A-Z]\w*(?:\s+[A-Z]\w*)?)", text)
+    other = re.search(r"-?\d+(?:[./]\d+)?", text) if marked else None
+    found = named or other
+    return Reading(Value(found.group(found.lastindex or 0), found.group(found.lastindex or 0), found.start())) \
+        if found else None

@@ -27,6 +27,8 @@ logging.getLogger("math_verify").setLevel(logging.ERROR)
 NUMERIC_KINDS = ("number", "money", "duration")
 HEDGE = re.compile(r"\b(?:or|either|could be|might be|may be|maybe|perhaps|possibly|not sure|unsure|"
                    r"depends|approximately|around|about)\b", re.IGNORECASE)
+# An answer that is still an expression in an unknown: "The answer is x + 1.00."
+UNSOLVED = re.compile(r"^\W*\$?\d*[xyn]\b(?!\s*=)", re.IGNORECASE)
 YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 
 
@@ -56,11 +58,13 @@ def read(question: Question, text: str, *, marked: bool = False) -> Reading | No
     """The value `text` states as the answer; None if it states none. `marked`: text follows "answer:"."""
     if question.kind == "choice":
         return read_choice(question, text, hedge=HEDGE, marked=marked)
+    if marked and question.kind in NUMERIC_KINDS and UNSOLVED.match(text):
+        return Reading(None, "unsolved")
     found = values_of(question, text)
     if question.kind in ("weekday", "date") and not marked:
         named = {v.key for v in values_of(question, question.question)}
         found = [v for v in found if v.key not in named]  # "If today is Friday, ...": restated, not answered
-    if not found or (not marked and _about_something_else(question, text)):
+    if not found or (not marked and _about_something_else(question, text, found)):
         return None
     if question.kind in ("word", "yes/no"):
         return Reading(found[-1])  # the phrase it ends on: "many say steel, but they weigh the same"
@@ -69,16 +73,12 @@ def read(question: Question, text: str, *, marked: bool = False) -> Reading | No
         return Reading(picked)
     if marked:
         return Reading(found[0])  # "The answer is 8 (2 + 6)": what the marker names comes first
-    return Reading(None, hedged=True) if HEDGE.search(text) else None
+    return Reading(None, "hedges") if HEDGE.search(text) else None
 
 
-def _mentions(words: tuple[str, ...], text: str) -> list[int]:
-    return sorted(m.start() for w in words for m in re.finditer(rf"\b{re.escape(w)}\b", text, re.IGNORECASE))
-
-
-def _about_something_else(question: Question, text: str) -> bool:
-    """A sentence about another quantity of the question ("the bat costs $1.05") states no answer."""
-    return bool(_mentions(question.not_about, text)) and not _mentions(question.about, text)
+def _about_something_else(question: Question, text: str, found: list[av.Value]) -> bool:
+    """A sentence whose values are all said of other quantities ("the bat costs $1.05") states no answer."""
+    return bool(question.not_about) and all(_owner(question, text, v) in question.not_about for v in found)
 
 
 def read_other_quantity(question: Question, text: str) -> Reading | None:
@@ -104,8 +104,11 @@ def _pick(question: Question, text: str, found: list[av.Value]) -> av.Value | No
     if question.about and (mine := _next_to_subject(question, text, found)) is not None:
         return mine
     asked = {v.key for v in values_of(question, question.question)}
-    new = [v for v in found if v.key not in asked]
-    return new[0] if len({v.key for v in new}) == 1 else None
+    for group in (explicit, found):  # "5 minutes for 5 machines, 20 times as long: 100 minutes"
+        new = [v for v in group if v.key not in asked]
+        if len({v.key for v in new}) == 1:
+            return new[0]
+    return None
 
 
 CLAUSE_END = re.compile(r"[,;:()]|\b(?:and|so|which|but|while|because)\b", re.IGNORECASE)

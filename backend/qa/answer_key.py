@@ -16,6 +16,8 @@ from backend.qa.answer_values import Reading
 from backend.qa.question_set import Question, load_questions
 
 OUTCOMES = ("correct", "incorrect", "unclear")
+UNSETTLED = {"hedges": "the final answer names more than one answer", "unsolved": "the final answer is no value",
+             "cut off": "the answer was cut off before it stated a final answer"}
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,9 @@ class Verdict:
     outcome: str  # one of OUTCOMES
     read: str | None  # the final answer as read (the value), None when none was found
     found_in: str | None = None  # the sentence it was read from (or the \boxed{} content)
-    how: str | None = None  # "boxed", "marked" ("answer:"), "conclusion" ("So, ..."), "claim"; None: none found
+    # Where it was read: "boxed", "marked" ("answer:"), "conclusion" ("So, ..."), "claim"; for an unclear
+    # verdict with found_in, why: "hedges", "unsolved"; None when nothing was found.
+    how: str | None = None
 
     @property
     def correct(self) -> bool:
@@ -36,8 +40,10 @@ class Verdict:
         if self.read is not None:
             return f"Answer key: {self.outcome} — final answer read as {_short(self.read)}; expected {self.expected}"
         if self.found_in is not None:
-            return (f"Answer key: unclear — the final answer names more than one answer "
-                    f"(“{_short(self.found_in)}”); expected {self.expected}")
+            return f"Answer key: unclear — {UNSETTLED.get(self.how or '', UNSETTLED['hedges'])} " \
+                   f"(“{_short(self.found_in)}”); expected {self.expected}"
+        if self.how == "cut off":
+            return f"Answer key: unclear — {UNSETTLED['cut off']}; expected {self.expected}"
         return f"Answer key: unclear — no final answer found; expected {self.expected}"
 
 
@@ -54,29 +60,35 @@ def find_question(text: str) -> Question | None:
     return next((q for q in load_questions() if _normal(q.question) == wanted), None)
 
 
-def check(question_text: str, answer_text: str) -> Verdict | None:
-    """The verdict on the answer's final answer when the question is in the key, else None."""
+def check(question_text: str, answer_text: str, *, cut_off: bool = False) -> Verdict | None:
+    """The verdict on the answer's final answer when the question is in the key, else None.
+
+    `cut_off`: the answer stopped at the token limit; only an answer it stated explicitly ("the answer
+    is ...", \\boxed{}) counts then, as where it was heading is unknown.
+    """
     question = find_question(question_text)
     if question is None:
         return None
-    return grade(question, answer_text)
+    return grade(question, answer_text, cut_off=cut_off)
 
 
-def grade(question: Question, answer_text: str) -> Verdict:
+def grade(question: Question, answer_text: str, *, cut_off: bool = False) -> Verdict:
     def reader(part: str, how: str) -> Reading | None:
+        if cut_off and how not in ("boxed", "marked"):
+            return None
         return answer_compare.read(question, part, marked=how in ("boxed", "marked"))
 
     final = final_answer.find(answer_text, reader)
-    if final is None and question.not_about:
+    if final is None and question.not_about and not cut_off:
         # No value for what was asked, but one for something else ("The bat costs $1.05"): wrong quantity.
         final = final_answer.find(answer_text, lambda part, how: answer_compare.read_other_quantity(question, part))
     if final is None:
-        return Verdict(question.id, question.expected, "unclear", None)
+        return Verdict(question.id, question.expected, "unclear", None, how="cut off" if cut_off else None)
     value, said_of = final.reading.value, final.reading.said_of
-    if value is None:  # it hedges between several answers
-        return Verdict(question.id, question.expected, "unclear", None, final.text, final.how)
+    if value is None:  # it hedges between several answers, or its answer is still an expression
+        return Verdict(question.id, question.expected, "unclear", None, final.text, final.reading.unsettled)
     if said_of:
-        read = f"{value.text.strip()} (for the {said_of}, not the {question.about[0]})"
+        read = f"{value.text.strip()} (said of “{said_of}”, not of what was asked)"
         return Verdict(question.id, question.expected, "incorrect", read, final.text, final.how)
     outcome = "correct" if answer_compare.matches(question, value) else "incorrect"
     return Verdict(question.id, question.expected, outcome, value.text.strip(), final.text, final.how)

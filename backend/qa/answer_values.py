@@ -21,7 +21,8 @@ WORD_NUMBER = re.compile(r"\b(?:(?:a|one|two|three|four|five|six|seven|eight|nin
 # "the bigger one", "each one", "one of them": not the number 1.
 PRONOUN_ONE = re.compile(r"\b(?:the|this|that|which|each|every|any|no|some|another)\s+(?:\w+\s+)?\||\|\s*of\b",
                          re.IGNORECASE)
-DIGITS = r"(?<![\w.,/])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?![\w/]|[.,]\d)"
+# Digits, not part of a word, a ratio (5:1) or a longer number.
+DIGITS = r"(?<![\w.,/:])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?![\w/]|[.,:]\d)"
 NUMBER = re.compile(DIGITS)
 ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -41,10 +42,10 @@ class Value:
 
 @dataclass(frozen=True)
 class Reading:
-    """The value a text states as its answer; value None with hedged True when it names several."""
+    """The value a text states as its answer; None with `unsettled` saying why when it states none."""
 
     value: Value | None
-    hedged: bool = False
+    unsettled: str = ""  # "hedges" (names several answers) or "unsolved" ("the answer is x + 1.00")
     said_of: str = ""  # set when the value is given for another quantity than the one asked ("bat")
 
 
@@ -64,7 +65,7 @@ def word_number(text: str) -> int | None:
 def numbers(text: str) -> list[Value]:
     """Numbers written in digits (1,000  9.80  1/3  -7) or words (three, thirty-six), in order."""
     found = [Value(m.group(), m.group().replace(",", ""), m.start()) for m in NUMBER.finditer(text)
-             if not re.match(r"(?:st|nd|rd|th)\b", text[m.end():m.end() + 2])]
+             if not re.match(r"(?:st|nd|rd|th)\b", text[m.end():m.end() + 2]) and not _in_algebra(text, m)]
     for m in re.finditer(r"\b(once|twice|thrice)\b", text, re.IGNORECASE):  # "appears twice": 2 times
         found.append(Value(m.group(), str(["once", "twice", "thrice"].index(m.group().lower()) + 1), m.start()))
     for m in WORD_NUMBER.finditer(text):
@@ -73,6 +74,21 @@ def numbers(text: str) -> list[Value]:
         if m.group().strip() and (n := word_number(m.group())) is not None:
             found.append(Value(m.group(), str(n), m.start()))
     return sorted(found, key=lambda v: v.start)
+
+
+# A bare number followed by a noun counts something ("100 machines", "4 pencils"): it is no amount or time.
+COUNTED = re.compile(r"\s+(?!(?:and|or|to|is|are|was|in|for|of|if|so|but|then|because|as|the|each|x)\b)[a-z]{2,}",
+                     re.IGNORECASE)
+# A number in an expression with an unknown ("x + 1.00", "2x") is working, not a value.
+ALGEBRA = re.compile(r"\b\d*[xyn]\s*[-+*/]\s*$|^\s*[-+*/]\s*\d*[xyn]\b")
+
+
+def _counts_something(text: str, n: Value) -> bool:
+    return bool(COUNTED.match(text, n.start + len(n.text)))
+
+
+def _in_algebra(text: str, m: re.Match) -> bool:
+    return bool(ALGEBRA.search(text[max(0, m.start() - 6):m.start()]) or ALGEBRA.match(text[m.end():m.end() + 6]))
 
 
 def money(text: str) -> list[Value]:
@@ -84,6 +100,8 @@ def money(text: str) -> list[Value]:
         key = f"({n.key})/100" if cents else n.key
         end = n.start + len(n.text) + (cents.end() if cents else 0)
         dollars = before == "$" or re.match(r"\s*dollars?\b", after)
+        if not (cents or dollars) and _counts_something(text, n):
+            continue
         found.append(Value(("$" if before == "$" else "") + text[n.start:end], key, n.start,
                            explicit=bool(cents or dollars)))
     return found
@@ -96,6 +114,8 @@ def durations(text: str, default_unit: str) -> list[Value]:
         after = re.match(r"\s*(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?)\b",
                          text[n.start + len(n.text):], re.IGNORECASE)
         before = re.search(r"\b(second|minute|hour|day|week)\s*$", text[:n.start], re.IGNORECASE)
+        if not (after or before) and _counts_something(text, n):
+            continue
         unit = (after.group(1) if after else before.group(1) if before else default_unit).lower()
         factor = SECONDS.get(unit.rstrip("s"), SECONDS.get(unit, 1))
         end = n.start + len(n.text) + (after.end() if after else 0)
