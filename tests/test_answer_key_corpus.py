@@ -30,7 +30,8 @@ def confusion(rows: list[dict]) -> tuple[Counter, list[tuple[dict, str]]]:
     counts: Counter = Counter()
     differ = []
     for row in rows:
-        got = grade(questions[row["question_id"]], row["answer"]).outcome
+        # A model answer cut off at the token limit is graded as such (only an explicit answer counts).
+        got = grade(questions[row["question_id"]], row["answer"], cut_off=row.get("finish_reason") == "length").outcome
         counts[row["label"], got] += 1
         if got != row["label"]:
             differ.append((row, got))

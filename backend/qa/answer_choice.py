@@ -40,7 +40,7 @@ def _claims(question: Question, text: str, found: list[Value]) -> list[str]:
         after = text[v.start + len(v.text): found[i + 1].start if i + 1 < len(found) else len(text)]
         before = text[found[i - 1].start + len(found[i - 1].text) if i else 0: v.start]
         for word, flip in ((same, False), (opposite, True)):
-            says = re.match(rf"\W*{VERB}\s+(?:the\s+|a\s+)?(not\s+)?(?:\w+\s+)?(?:{word})\b", after, re.IGNORECASE)
+            says = re.match(rf"\W*{VERB}\s+(?:the\s+|a\s+)?(not\s+)?(?:[\w.]+\s+)?(?:{word})\b", after, re.IGNORECASE)
             names = re.search(rf"\b(?:{word})\b(?:\s+\w+){{0,3}}\s*(?:{VERB}|:)\s*$", before, re.IGNORECASE)
             if says or names:
                 picked.append(_side(question, v.key, flip != bool(says and says.group(1))))
@@ -68,6 +68,9 @@ def read_choice(question: Question, text: str, *, hedge: re.Pattern, marked: boo
         return Reading(Value(claims[-1], claims[-1], found[-1].start))
     if len({v.key for v in found}) == 1 and (marked or _plainly_named(text, found[0])):
         return Reading(None, "hedges") if hedge.search(text) else Reading(found[0])
+    equal = re.search(r"\b(?:are|is)\s+(?:equal|the same)\b", text) if len({v.key for v in found}) > 1 else None
+    if equal:  # "both -3 and -7 are equal": an answer, and not one of the options
+        return Reading(Value("equal", "equal", equal.start()))
     result = re.search(r"=\s*(-?\d+(?:[./]\d+)?)[^=]*$", text) if marked else None
     if result:  # "9.8 - 9.11 = 1.11. This is the answer."
         return Reading(Value(result.group(1), result.group(1), result.start(1)))

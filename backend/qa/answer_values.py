@@ -157,11 +157,12 @@ def letters(text: str) -> list[Value]:
 
 
 def phrases(text: str, accept: tuple[str, ...], reject: tuple[str, ...]) -> list[Value]:
-    """The key's phrases found in the text: ("accept", phrase) or ("reject", phrase). Rejects win overlaps."""
+    """The key's phrases found in the text: ("accept", phrase) or ("reject", phrase); longest first, so
+    "not all flowers are roses" is not read as "all flowers are roses"."""
     found: list[Value] = []
-    for verdict, forms in (("reject", reject), ("accept", accept)):
-        for form in sorted(forms, key=len, reverse=True):
-            for m in re.finditer(rf"(?<![\w-]){re.escape(form)}(?![\w-])", text, re.IGNORECASE):
-                if not any(v.start <= m.start() < v.start + len(v.text) for v in found):
-                    found.append(Value(m.group(), (verdict, form.lower()), m.start()))
+    forms = sorted([("reject", f) for f in reject] + [("accept", f) for f in accept], key=lambda vf: -len(vf[1]))
+    for verdict, form in forms:
+        for m in re.finditer(rf"(?<![\w-]){re.escape(form)}(?![\w-])", text, re.IGNORECASE):
+            if not any(v.start < m.end() and m.start() < v.start + len(v.text) for v in found):
+                found.append(Value(m.group(), (verdict, form.lower()), m.start()))
     return sorted(found, key=lambda v: v.start)
