@@ -193,3 +193,12 @@ def test_the_export_shows_the_outcome_the_value_read_and_the_expected_answer() -
     # A record stored before the three outcomes (only "correct") still exports.
     old = {**record, "verdict": {"question_id": "bigger-decimal", "expected": "9.8", "correct": True}}
     assert "- answer key: correct — value read not stored; expected 9.8" in to_markdown([old])
+
+
+def test_a_cut_off_answer_counts_only_an_explicit_or_a_repeated_answer() -> None:
+    banana = next(q for q in load_questions() if q.id == "banana-a")
+    assert grade(banana, "The answer is 3. To check, we count b, a, n", cut_off=True).outcome == "correct"
+    unfinished = grade(banana, "The letter a appears 3 times, but wait, we must also cou", cut_off=True)
+    assert unfinished.outcome == "unclear" and "cut off" in unfinished.describe()
+    looping = "Each a is 2.\n" + "There are 2 a's.\n" * 5 + "There are"
+    assert grade(banana, looping, cut_off=True).outcome == "incorrect"

@@ -27,8 +27,9 @@ class Verdict:
     outcome: str  # one of OUTCOMES
     read: str | None  # the final answer as read (the value), None when none was found
     found_in: str | None = None  # the sentence it was read from (or the \boxed{} content)
-    # Where it was read: "boxed", "marked" ("answer:"), "conclusion" ("So, ..."), "claim"; for an unclear
-    # verdict with found_in, why: "hedges", "unsolved"; None when nothing was found.
+    # Where it was read: "boxed", "marked" ("answer:"), "conclusion" ("So, ..."), "claim", "repeated" (a
+    # cut-off answer looping on one answer); for an unclear verdict with found_in, why: "hedges",
+    # "unsolved"; "cut off" for a cut-off answer that stated none; None when nothing was found.
     how: str | None = None
 
     @property
@@ -60,6 +61,16 @@ def find_question(text: str) -> Question | None:
     return next((q for q in load_questions() if _normal(q.question) == wanted), None)
 
 
+def _repeated(question: Question, answer_text: str, times: int = 3) -> final_answer.FinalAnswer | None:
+    """A cut-off answer stuck repeating one answer ("2 cookies each." x 20) has settled on it."""
+    last = final_answer.sentences(final_answer.clean(answer_text))[-times - 1:-1]  # the very last may be cut
+    readings = [answer_compare.read(question, s) for s in last]
+    keys = {r.value.key for r in readings if r is not None and r.value is not None}
+    if len(last) == times and all(r is not None and r.value is not None for r in readings) and len(keys) == 1:
+        return final_answer.FinalAnswer(last[-1], "repeated", readings[-1])
+    return None
+
+
 def check(question_text: str, answer_text: str, *, cut_off: bool = False) -> Verdict | None:
     """The verdict on the answer's final answer when the question is in the key, else None.
 
@@ -79,6 +90,8 @@ def grade(question: Question, answer_text: str, *, cut_off: bool = False) -> Ver
         return answer_compare.read(question, part, marked=how in ("boxed", "marked"))
 
     final = final_answer.find(answer_text, reader)
+    if final is None and cut_off:
+        final = _repeated(question, answer_text)
     if final is None and question.not_about and not cut_off:
         # No value for what was asked, but one for something else ("The bat costs $1.05"): wrong quantity.
         final = final_answer.find(answer_text, lambda part, how: answer_compare.read_other_quantity(question, part))

@@ -150,8 +150,8 @@ def dates(text: str) -> list[Value]:
 
 
 def letters(text: str) -> list[Value]:
-    """A single letter named as one: 'z', "Z", the letter z, ... is Z."""
-    pattern = r"[\"'‘“]([A-Za-z])[\"'’”]|\bletter\s+([A-Za-z])\b|\bis\s+([A-Za-z])\s*[.!]?\s*$"
+    """A single letter named as one: 'z', "Z", the letter z, ... is Z, or a whole answer of one letter."""
+    pattern = r"^\W*([A-Za-z])\W*$|[\"'‘“]([A-Za-z])[\"'’”]|\bletter\s+([A-Za-z])\b|\bis\s+([A-Za-z])\s*[.!]?\s*$"
     return [Value(letter, letter.lower(), m.start())
             for m in re.finditer(pattern, text) for letter in [next(g for g in m.groups() if g)]]
 
