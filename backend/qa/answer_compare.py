@@ -17,7 +17,7 @@ from functools import cache
 from math_verify import ExprExtractionConfig, parse, verify
 
 from backend.qa import answer_values as av
-from backend.qa.answer_choice import read_choice
+from backend.qa.answer_choice import mentions, read_choice
 from backend.qa.answer_values import Reading
 from backend.qa.question_set import Question
 
@@ -47,6 +47,11 @@ def values_of(question: Question, text: str) -> list[av.Value]:
         return ([av.Value(yes_no.group(1), yes_no.group(1).lower(), yes_no.start(1))] if yes_no else []) + found
     readers = {"weekday": av.weekdays, "date": av.dates, "ordinal": av.ordinals, "letter": av.letters}
     return readers[kind](text)
+
+
+def names_values(question: Question, text: str) -> bool:
+    """Whether the text names any value of the question's kind (an option, for a choice)."""
+    return bool(mentions(question, text) if question.kind == "choice" else values_of(question, text))
 
 
 def _unit_of(expected: str) -> str:

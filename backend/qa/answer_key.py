@@ -87,7 +87,13 @@ def grade(question: Question, answer_text: str, *, cut_off: bool = False) -> Ver
     def reader(part: str, how: str) -> Reading | None:
         if cut_off and how not in ("boxed", "marked"):
             return None
-        return answer_compare.read(question, part, marked=how in ("boxed", "marked"))
+        reading = answer_compare.read(question, part, marked=how in ("boxed", "marked"))
+        if reading is None and how == "conclusion" and question.kind not in answer_compare.NUMERIC_KINDS \
+                and answer_compare.names_values(question, part):
+            # "So, Wednesday ... and Friday is Monday": it concludes on no one answer. (Numbers in a
+            # conclusion are often working, "So, 25% of 80 is 0.25 * 80", so those are read on.)
+            return Reading(None, "hedges")
+        return reading
 
     final = final_answer.find(answer_text, reader)
     if final is None and cut_off:

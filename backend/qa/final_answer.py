@@ -24,10 +24,11 @@ MARKER_AFTER = re.compile(r"\bis\s+(?:the|my|our)\s+(?:final\s+|correct\s+)?answ
 # Sentences that conclude: "So, ...", "Therefore ...", "In conclusion, ...".
 CONCLUSION = re.compile(r"^\W*(?:so|therefore|thus|hence|in conclusion|in summary|in total|in this case|finally|"
                         r"this means|that means)\b", re.IGNORECASE)
-# Words with which a text takes back what it said before.
-CHANGE = re.compile(r"\b(?:wait|actually|on second thought|correction|i made a mistake|i was wrong|"
-                    r"that'?s (?:not right|wrong|incorrect)|let me (?:re-?check|reconsider|recount|"
-                    r"recalculate|correct))\b", re.IGNORECASE)
+# Words with which a sentence takes back what the text said before ("Wait, ...", "Hmm, actually ...");
+# inside a sentence they change nothing ("Tuesday is actually Monday").
+CHANGE = re.compile(r"(?:^|(?<=[.!?])\s+)\W*(?:(?:but|hmm+|oh|no|ok(?:ay)?)\W+)?(?:wait|actually|on second thought|"
+                    r"correction|i made a mistake|i was wrong|that'?s (?:not right|wrong|incorrect)|"
+                    r"let me (?:re-?check|reconsider|recount|recalculate|correct))\b", re.IGNORECASE | re.MULTILINE)
 # A sentence ends at . ! ? followed by a space, or at a line break (the dot of 9.8 has no space after it).
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 MARKUP = re.compile(r"\*\*|__|`|^#+\s*|\\[()\[\]]|\$\$", re.MULTILINE)
