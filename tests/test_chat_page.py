@@ -169,4 +169,4 @@ def test_a_starter_answer_is_checked_against_the_answer_key(fake_app: str) -> No
     with browser_page(fake_app, screenshot=shot("answer-key")) as page:
         page.locator("#starters").get_by_text("9.11 or 9.8?").first.click()  # the fake answers "The bigger number is **9.8**."
         final = wait_for(lambda: "finish:" in (answers(page) or [""])[-1] and answers(page)[-1], timeout=30)
-        assert "Answer key: correct (expected: 9.8)" in final
+        assert "Answer key: correct — final answer read as 9.8; expected 9.8" in final

@@ -59,7 +59,9 @@ async def test_an_answer_is_stored_with_its_stamp_and_verdict(real_app: str, dat
     assert stamp["thinking"] is True and stamp["seed"] is None and stamp["context_messages"] == 1
     assert stamp["stats"]["completion_tokens"] > 0 and stamp["started_at"] <= stamp["finished_at"]
     # The starter question is in the answer key: the verdict is stored, whatever the model said.
-    assert record["verdict"]["expected"] == "9.8" and isinstance(record["verdict"]["correct"], bool)
+    verdict = record["verdict"]
+    assert verdict["expected"] == "9.8" and verdict["outcome"] in ("correct", "incorrect", "unclear")
+    assert "read" in verdict  # the final answer as read (None when unclear)
 
 
 async def test_a_resumed_chat_sends_the_earlier_turns_to_the_model(real_app: str, data_dir: Path) -> None:

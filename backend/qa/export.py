@@ -15,7 +15,6 @@ from backend.qa.history_db import connect_readonly
 from backend.records import RECORD_KEY
 
 
-
 def load_records(path: Path, *, thread_id: str | None = None, user: str | None = None,
                  feedback_only: bool = False) -> list[dict[str, Any]]:
     db = connect_readonly(path)
@@ -80,14 +79,23 @@ def to_markdown(records: list[dict[str, Any]]) -> str:
         lines += [r["answer"].strip() or "*(no answer text)*", ""]
         facts = [f"outcome: {r['outcome']}"]
         if r["verdict"]:
-            facts.append(f"answer key: {'correct' if r['verdict']['correct'] else 'incorrect'} "
-                         f"(expected {r['verdict']['expected']})")
+            facts.append(key_line(r["verdict"]))
         if r["feedback"]:
             comment = f" — {r['feedback']['comment']}" if r["feedback"]["comment"] else ""
             facts.append(f"feedback: {r['feedback']['rating']}{comment}")
         lines += [f"- {fact}" for fact in facts]
         lines += [f"- stamp: `{json.dumps(stamp, ensure_ascii=False, sort_keys=True)}`", ""]
     return "\n".join(lines)
+
+
+def key_line(verdict: dict[str, Any]) -> str:
+    """The answer key's verdict as the page showed it: outcome, the final answer read, the expected one."""
+    # Records stored before the three outcomes have only "correct" (true / false) and no value read.
+    outcome = verdict.get("outcome") or ("correct" if verdict.get("correct") else "incorrect")
+    read = verdict.get("read")
+    said = (f"final answer read as {read}" if read is not None else
+            "no final answer found" if outcome == "unclear" else "value read not stored")
+    return f"answer key: {outcome} — {said}; expected {verdict.get('expected')}"
 
 
 def render(records: list[dict[str, Any]], fmt: str) -> str:
