@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 
 from backend.server import processes
+from backend.server.launcher import page_argv
 from backend.settings import PROJECT_ROOT
 
 
 def chainlit_argv(host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "chainlit", "run", str(PROJECT_ROOT / "app.py"), "--headless",
-            "--host", host, "--port", str(port)]
+    return page_argv(host, port)  # the launcher's command, so benchmarks and tests run what users run
 
 
 @contextmanager

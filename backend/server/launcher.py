@@ -27,6 +27,11 @@ from backend.server.supervisor import Progress, VLLMServer
 UI_READY_TIMEOUT = 120.0
 
 
+
+def page_argv(host: str, port: int) -> list[str]:
+    """The chat page's command: app.py under backend/page/serve.py (chainlit run, without nest_asyncio)."""
+    return [sys.executable, "-m", "backend.page.serve", "--host", host, "--port", str(port)]
+
 class Shutdown(Exception):
     """Raised from a signal handler to unwind into the cleanup path."""
 
@@ -142,8 +147,7 @@ class Launcher:
 
     def _start_ui(self) -> None:
         s = self.settings
-        argv = [sys.executable, "-m", "chainlit", "run", str(PROJECT_ROOT / "app.py"),
-                "--host", s.ui_host, "--port", str(s.ui_port), "--headless"]
+        argv = page_argv(s.ui_host, s.ui_port)
         log_path = s.log_dir / f"ui-{s.ui_port}.log"
         log_path.write_text("")
         self.ui = processes.spawn_group(argv, env=self._ui_env(), log_path=log_path, cwd=PROJECT_ROOT)
