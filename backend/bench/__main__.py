@@ -71,7 +71,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--label", default="", help="a note stored with the results (machine, flags)")
     args = p.parse_args(argv)
     args.concurrency = args.concurrency or ([1, 4, 16, 64] if args.fast_server else [1, 4, 16])
-    args.max_tokens = args.max_tokens or (256 if args.fast_server else 128)
+    if args.max_tokens is None:
+        args.max_tokens = 256 if args.fast_server else 128
     args.skip_baseline = args.skip_baseline or args.fast_server
     if args.max_tokens < 1 or args.repeat < 1:
         p.error("--max-tokens and --repeat must be at least 1")
