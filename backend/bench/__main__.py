@@ -67,6 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-browser", action="store_true", help="no real-Chromium row")
     p.add_argument("--url", default="", help="benchmark this running server instead of starting one")
     p.add_argument("--api-key", default="", help="its API key")
+    p.add_argument("--ui-url", default="", help="benchmark this running chat page (already pointed at the server) "
+                                                "instead of starting one: another commit's page, several page processes")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "results", help="results folder")
     p.add_argument("--label", default="", help="a note stored with the results (machine, flags)")
     args = p.parse_args(argv)
@@ -94,7 +96,9 @@ def throughput(args: argparse.Namespace, stack: ExitStack, dtype: str) -> dict:
         url, key, model = server.url, server.api_key, settings.resolved_served_name
         say(f"vLLM healthy after {server.ready_after:.1f} s")
     results: dict = {"direct": {}, "ui": {}, "baseline": {}}
-    ui_url = "" if args.skip_ui else start_page(args, stack, url, key)
+    ui_url = "" if args.skip_ui else args.ui_url.rstrip("/") or start_page(args, stack, url, key)
+    if ui_url and args.ui_url:
+        warm_up(ui_url)
     for c in args.concurrency:  # direct and page side by side at each level: the ratio sees the same machine load
         run_direct(url, key, model, PROMPT, concurrency=min(c, 4), repeat=1, max_tokens=16)  # warm-up
         records, wall = run_direct(url, key, model, PROMPT, concurrency=c, repeat=args.repeat, max_tokens=args.max_tokens)
@@ -111,14 +115,19 @@ def throughput(args: argparse.Namespace, stack: ExitStack, dtype: str) -> dict:
 
 def start_page(args: argparse.Namespace, stack: ExitStack, url: str, key: str) -> str:
     """The chat page in external mode against `url`, warmed up; its URL."""
-    from backend.bench.ui_load import run_ui
     from backend.bench.ui_process import chainlit_app
 
     env = {"RCHAT_BASE_URL": url, "RCHAT_API_KEY": key, "RCHAT_DEFAULT_TEMPERATURE": "0",
            "RCHAT_DEFAULT_MAX_TOKENS": str(args.max_tokens)}
     ui_url = stack.enter_context(chainlit_app(ui_port=free_port(), log_dir=Path(tempfile.mkdtemp()), env=env))
-    run_ui(ui_url, PROMPT, concurrency=1, repeat=1)  # warm-up: the page's first answer pays one-time costs
+    warm_up(ui_url)
     return ui_url
+
+
+def warm_up(ui_url: str) -> None:
+    from backend.bench.ui_load import run_ui
+
+    run_ui(ui_url, PROMPT, concurrency=1, repeat=1)  # the page's first answer pays one-time costs
 
 
 def ui_level(ui_url: str, c: int, repeat: int) -> dict:
