@@ -200,7 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps({"meta": meta, **results}, indent=2))
     print(report.table(results))
     if not args.startup:
-        report.chart(results, args.out / f"bench-{stamp}.png", title=args.label or meta["machine"])
+        try:
+            report.chart(results, args.out / f"bench-{stamp}.png", title=args.label or meta["machine"])
+        except ImportError:  # a machine with the page's packages only (the GPU box): the table and JSON suffice
+            say("no chart: matplotlib is not installed")
     say(f"wrote {path}")
     return 0
 
