@@ -44,6 +44,7 @@ def make_app(*, rate: float, ttft: float, per_chunk: int):
 
     role = _chunk(content="")
     piece = _chunk(content=WORD * per_chunk)
+    counts = {"started": 0, "finished": 0, "cancelled": 0}  # GET /stats: did a Stop reach the server?
 
     async def completions(request: Request):
         body = await request.json()
@@ -51,6 +52,16 @@ def make_app(*, rate: float, ttft: float, per_chunk: int):
         started = time.monotonic()
 
         async def events():
+            counts["started"] += 1
+            try:
+                async for part in _stream():
+                    yield part
+            except BaseException:  # the client went away mid-answer: starlette cancels the stream
+                counts["cancelled"] += 1
+                raise
+            counts["finished"] += 1
+
+        async def _stream():
             loop_time = time.monotonic
             await asyncio.sleep(max(0.0, started + ttft - loop_time()))
             yield role
@@ -75,11 +86,15 @@ def make_app(*, rate: float, ttft: float, per_chunk: int):
     async def version(_request: Request):
         return JSONResponse({"version": "fast-server"})
 
+    async def stats(_request: Request):
+        return JSONResponse(counts)
+
     async def models(_request: Request):
         return JSONResponse({"object": "list", "data": [{"id": "fast", "object": "model"}]})
 
     return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"]),
-                             Route("/health", health), Route("/version", version), Route("/v1/models", models)])
+                             Route("/health", health), Route("/version", version), Route("/v1/models", models),
+                             Route("/stats", stats)])
 
 
 @contextmanager
