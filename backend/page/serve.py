@@ -4,7 +4,7 @@
 Python ones and patches every loop iteration, and it serves on the plain asyncio loop with
 per-message deflate on every websocket frame. Profiled under 64 sessions (docs/benchmark.md), that
 is a large share of the page process's time. Here the page runs on uvloop (with httptools and the
-`websockets` protocol, when installed) and compresses frames only if RCHAT_UI_WS_COMPRESSION says so.
+`websockets` sans-I/O protocol, when installed) and compresses frames only if RCHAT_UI_WS_COMPRESSION says so.
 
 What nest_asyncio made possible and we give up: Chainlit's `ChatProfile.config_overrides` (it runs
 `set_chat_profiles` re-entrantly in `session.get_config`; without re-entrance it falls back to the
@@ -36,7 +36,7 @@ def uvicorn_config(app, *, host: str, port: int, compression: bool):
 
     return uvicorn.Config(app, host=host, port=port, log_level="error",
                           loop=_best("uvloop", "uvloop", "asyncio"), http=_best("httptools", "httptools", "h11"),
-                          ws=_best("websockets", "websockets", "wsproto"), ws_per_message_deflate=compression)
+                          ws=_best("websockets-sansio", "websockets", "wsproto"), ws_per_message_deflate=compression)
 
 
 def serve(*, host: str, port: int, target: str = str(APP)) -> None:
