@@ -59,6 +59,7 @@ def summarize(records: list[StreamRecord], *, wall_seconds: float) -> dict[str, 
         "tok_s_per_stream": percentile(rates, 50),
         "tok_s_total": tokens / wall_seconds if wall_seconds > 0 else None,
         "wall_s": wall_seconds,
+        "error_samples": sorted({r.error or "no tokens" for r in records if r not in ok})[:3],  # what went wrong, in words
     }
 
 

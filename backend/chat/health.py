@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 
 import httpx
@@ -11,17 +12,31 @@ from backend.server_status import read_status
 from backend.settings import Settings
 
 _http: httpx.AsyncClient | None = None
+_healthy_at: dict[str, float] = {}  # server URL -> when /health last answered 200 (monotonic)
 
 
-async def is_healthy(settings: Settings) -> bool:
-    """One GET /health on a shared client (a new client per check costs an SSL context: tens of ms)."""
+async def is_healthy(settings: Settings, *, fresh_for: float = 0.0) -> bool:
+    """One GET /health on a shared client (a new client per check costs an SSL context: tens of ms).
+
+    With `fresh_for`, a success less than that many seconds old answers without asking again: every
+    message checks the server first, and 64 sessions asking at once put 64 requests before their
+    first tokens. A server that died meanwhile fails the request itself, which says so in words.
+    """
     global _http
+    url = settings.server_url
+    if fresh_for and time.monotonic() - _healthy_at.get(url, -1e9) < fresh_for:
+        return True
     if _http is None:
         _http = httpx.AsyncClient(timeout=2.0)
     try:
-        return (await _http.get(f"{settings.server_url}/health")).status_code == 200
+        ok = (await _http.get(f"{url}/health")).status_code == 200
     except httpx.HTTPError:
-        return False
+        ok = False
+    if ok:
+        _healthy_at[url] = time.monotonic()
+    else:
+        _healthy_at.pop(url, None)
+    return ok
 
 
 def describe_down(settings: Settings) -> str:

@@ -19,6 +19,7 @@ from backend.chat.sampling import Sampling, request_params
 from backend.errors import BackendUnavailable, ChatAppError, user_message
 from backend.page.answer_view import AnswerView
 from backend.page.notices import notice, wait_for_backend
+from backend.page.token_batcher import streaming
 from backend.qa.stamp import server_version
 from backend.records import AnswerResult
 from backend.settings import Settings
@@ -48,13 +49,8 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
                       question_id=question.message_id if question else "", sample=sample, request=request,
                       vllm_version=await server_version(settings))
     try:
-        async with contextlib.aclosing(stream_chat(client, settings, request,
-                                                   starts_in_reasoning=settings.reasoning_starts_inside
-                                                   and sampling.thinking)) as deltas:
-            async for delta in deltas:
-                if stop_requested():
-                    raise StopRequested
-                await _apply(view, delta)
+        with streaming():
+            await _stream(client, settings, request, view, sampling, stop_requested)
         outcome = "complete"
         await view.finish(actions=actions())
     except (asyncio.CancelledError, StopRequested):
@@ -72,6 +68,17 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
     return AnswerResult(outcome=outcome, answer=view.answer_text, reasoning=view.reasoning_text,
                         stats=view.stats.as_dict(), dropped_turns=dropped, message=view.reply,
                         verdict=view.verdict.outcome if view.verdict else None)
+
+
+async def _stream(client: openai.AsyncOpenAI, settings: Settings, request: dict, view: AnswerView,
+                  sampling: Sampling, stop_requested: Callable[[], bool]) -> None:
+    async with contextlib.aclosing(stream_chat(client, settings, request,
+                                               starts_in_reasoning=settings.reasoning_starts_inside
+                                               and sampling.thinking)) as deltas:
+        async for delta in deltas:
+            if stop_requested():
+                raise StopRequested
+            await _apply(view, delta)
 
 
 async def _apply(view: AnswerView, delta) -> None:

@@ -7,6 +7,8 @@ What has streamed is stored every few seconds, so a crash of the app loses at mo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,6 +44,7 @@ class AnswerView:
     thinking: TokenBatcher | None = None
     answer: TokenBatcher | None = None
     saved_at: float = field(default_factory=time.monotonic)
+    saving: asyncio.Task | None = None  # the partial save in flight, if any
 
     def _ensure_reply(self) -> cl.Message:
         """The answer message, created when answer text (or the end) arrives: after the thinking step."""
@@ -82,10 +85,25 @@ class AnswerView:
                              "verdict": None if self.verdict is None else asdict(self.verdict), "stamp": stamp}}
 
     async def _save_partial(self) -> None:
-        """Every few seconds, store what has streamed so far: a crash of the app loses at most that."""
+        """Every few seconds, store what has streamed so far: a crash of the app loses at most that.
+
+        The write runs beside the stream, not in its path (one at a time per answer): a database
+        write can wait on the file lock while other sessions write, and tokens must not wait for it.
+        """
         if time.monotonic() - self.saved_at < self.settings.persist_interval:
             return
+        if self.saving is not None and not self.saving.done():
+            return
         self.saved_at = time.monotonic()
+        self.saving = asyncio.create_task(self._store_partial())
+
+    async def _settle(self) -> None:
+        """Wait for a partial save in flight: landing after a later write, it would undo that one."""
+        if self.saving is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.saving)
+
+    async def _store_partial(self) -> None:
         store = get_data_layer()
         if store is None:
             return
@@ -106,6 +124,7 @@ class AnswerView:
     async def _close_step(self, label: str | None = None) -> None:
         if self.step is None or self.thinking is None:
             return
+        await self._settle()
         await self.thinking.flush()
         self.step.name = label or f"Thought for {max(1, round(self.stats.thinking_seconds))} s"
         self.step.output = self.thinking.text
@@ -115,6 +134,7 @@ class AnswerView:
     async def finish(self, *, note: str = "", outcome: str = "complete", actions: list | None = None) -> None:
         """Close the step, flush the answer, write the stats line (and any note) under it, and store it."""
         self.stats.finish()
+        await self._settle()
         cut_thinking = self.stats.finish_reason == "length" and not self.answer_text.strip()
         if self.thinking is not None:
             label = None

@@ -13,6 +13,7 @@ from backend.errors import NOTICE, as_notice, user_message
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
+HEALTH_FRESH_FOR = 2.0  # seconds a good /health answer stands for every session's next message
 
 
 async def notice(text: str) -> None:
@@ -33,7 +34,7 @@ def guarded(hook):
 
 async def wait_for_backend(settings: Settings) -> bool:
     """If the server is down, say so in one message kept up to date, and wait for it to come back."""
-    if await is_healthy(settings):
+    if await is_healthy(settings, fresh_for=HEALTH_FRESH_FOR):
         return True
     status = cl.Message(content=as_notice(describe_down(settings)), author=NOTICE)
     await status.send()

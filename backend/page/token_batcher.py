@@ -1,14 +1,41 @@
-"""Streams tokens to a Chainlit message or step in batches.
+"""Streams tokens to a Chainlit message or step in batches, less often when many answers stream at once.
 
 Chainlit sends one socket event per `stream_token`, and falls behind on fast streams (Chainlit#2604),
 so tokens are collected and sent at most every `interval` seconds; the first one goes out at once.
+Each update costs the page process about the same whatever its size, so with more than
+STREAMS_AT_BASE answers streaming in this process the interval grows in proportion (up to
+MAX_INTERVAL): the page then sends fewer, larger updates instead of falling behind all of them.
+One answer alone keeps the base interval (50 ms by default), so it still streams smoothly.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import chainlit as cl
+
+STREAMS_AT_BASE = 16  # up to this many answers at once, updates go out every base interval
+MAX_INTERVAL = 0.25  # seconds: the longest wait between updates under any load
+_streaming = 0  # answers streaming in this process now
+
+
+@contextmanager
+def streaming() -> Iterator[None]:
+    """Count one answer as streaming while inside."""
+    global _streaming
+    _streaming += 1
+    try:
+        yield
+    finally:
+        _streaming -= 1
+
+
+def load_interval(base: float, streams: int | None = None) -> float:
+    """The interval between updates with `streams` answers streaming (default: those now)."""
+    streams = _streaming if streams is None else streams
+    return min(max(base, MAX_INTERVAL), base * max(1.0, streams / STREAMS_AT_BASE))
 
 
 class TokenBatcher:
@@ -21,7 +48,7 @@ class TokenBatcher:
     async def add(self, token: str) -> None:
         self.buffer += token
         self.text += token
-        if time.monotonic() - self.last_flush >= self.interval:  # the first token goes out at once
+        if time.monotonic() - self.last_flush >= load_interval(self.interval):  # the first token goes out at once
             await self.flush()
 
     async def flush(self) -> None:

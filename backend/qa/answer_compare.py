@@ -14,7 +14,6 @@ import logging
 import re
 from functools import cache
 
-from math_verify import ExprExtractionConfig, parse, verify
 
 from backend.qa import answer_values as av
 from backend.qa.answer_choice import mentions, read_choice
@@ -151,6 +150,8 @@ def matches(question: Question, value: av.Value) -> bool:
         return any(_same_date(value.key, k) for k in _expected_keys(question))
     if question.kind in NUMERIC_KINDS:
         got = _parse(str(value.key))
+        from math_verify import verify  # imported when first needed: it brings sympy (seconds to import)
+
         return bool(got) and any(verify(_parse(k), got, timeout_seconds=None) for k in _expected_keys(question))
     return value.key in _expected_keys(question)
 
@@ -168,4 +169,6 @@ def _same_date(got: tuple, want: tuple) -> bool:
 
 @cache
 def _parse(expression: str) -> list:
+    from math_verify import ExprExtractionConfig, parse
+
     return parse(expression, extraction_config=[ExprExtractionConfig()], parsing_timeout=None)
