@@ -21,7 +21,10 @@ def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]
     p = correct / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0/n and n/n the bounds are exactly 0 and 1; rounding would otherwise leave them off by 1e-17.
+    low = 0.0 if correct == 0 else max(0.0, centre - half)
+    high = 1.0 if correct == n else min(1.0, centre + half)
+    return low, high
 
 
 @dataclass
