@@ -14,8 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import openai
+
 from backend.chat.client import make_client
-from backend.chat.health import describe_down, is_healthy
+from backend.chat.health import is_healthy
 from backend.chat.sampling import Sampling, apply_update, default_sampling
 from backend.errors import BackendRejected, ChatAppError, HistoryUnavailable
 from backend.qa.accuracy import QuestionAccuracy
@@ -101,8 +103,19 @@ async def _open_run(settings: Settings, options: RunOptions, questions: list[Que
         raise RunRefused("the history is off (RCHAT_HISTORY=false), and an accuracy run stores every answer "
                          "there: turn it on for this command (RCHAT_HISTORY=true)")
     if not await is_healthy(settings):
-        raise RunRefused(f"{describe_down(settings)} An accuracy run asks the running server: start it first "
-                         "(./start_service.sh, or `python -m backend start`), then run this again.")
+        raise RunRefused(f"no model server answers at {settings.server_url}. An accuracy run asks the running "
+                         "server: start it first (./start_service.sh, or `python -m backend start`), or point "
+                         "RCHAT_VLLM_PORT / RCHAT_BASE_URL at it, then run this again.")
+    client = make_client(settings, api_key=settings.api_key.get_secret_value())
+    try:
+        await client.models.list()  # a wrong key is found before anything is stored
+    except (openai.AuthenticationError, openai.PermissionDeniedError):
+        await client.close()
+        raise RunRefused(f"the model server at {settings.server_url} refused the API key. Set RCHAT_API_KEY (in "
+                         ".env) to the key it was started with; ./start_service.sh makes a new random key per "
+                         "start unless RCHAT_API_KEY is set.") from None
+    except openai.OpenAIError:
+        pass  # anything else shows up, worded, on the first answer
     name = (f"Accuracy run {time.strftime('%Y-%m-%d %H:%M')} · {len(questions)} question(s) × "
             f"{options.samples} · {settings.resolved_served_name}")
     try:
@@ -110,8 +123,8 @@ async def _open_run(settings: Settings, options: RunOptions, questions: list[Que
                          metadata={"chat_settings": chat_settings(sampling), "client_type": "webapp",
                                    "rchat_run": {"samples": options.samples, "questions": len(questions)}})
     except HistoryUnavailable as err:
+        await client.close()
         raise RunRefused(str(err)) from None
-    client = make_client(settings, api_key=settings.api_key.get_secret_value())
     return RunContext(client=client, settings=settings, sampling=sampling, store=store,
                       vllm_version=await server_version(settings), slots=asyncio.Semaphore(options.parallel),
                       on_done=on_done)
