@@ -20,6 +20,7 @@ from backend.chat.client import make_client
 from backend.chat.health import is_healthy
 from backend.chat.sampling import Sampling, apply_update, default_sampling
 from backend.errors import BackendRejected, ChatAppError, HistoryUnavailable
+from backend.qa.accounts import LOCAL_USER
 from backend.qa.accuracy import QuestionAccuracy
 from backend.qa.accuracy_run import RunContext, Sample, ask_all
 from backend.qa.question_set import QUESTIONS_FILE, Question, load_questions
@@ -33,7 +34,7 @@ from backend.settings import PROJECT_ROOT, Settings
 class RunOptions:
     samples: int = 5
     questions_file: Path | None = None
-    user: str = "local"
+    user: str = LOCAL_USER
     out_dir: Path = PROJECT_ROOT / "results"
     parallel: int = 4
     temperature: float | None = None  # None: the page's default for a new chat
