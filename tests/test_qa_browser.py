@@ -43,7 +43,9 @@ def chromium(downloads: Path):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
                                      downloads_path=str(downloads))
         try:
-            yield browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            page = browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            page.set_default_timeout(90_000)  # a loaded shared machine can take over 30 s to render the login
+            yield page
         finally:
             browser.close()
 
