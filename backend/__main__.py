@@ -6,8 +6,10 @@ start   vLLM only, in the background; returns once /health answers
 stop    stop what `start` started
 status  is the server up, what does it serve, how busy is it
 check   validate settings and print the vLLM command line, start nothing
-export  write stored answers as JSONL or Markdown (all, one user's, or those with feedback)
+export  write stored answers as JSONL or Markdown (all, one user's, those with a human verdict, or
+        those where the human verdict and the answer key disagree)
 user    add/remove/list login users (`user add NAME` asks for the password)
+qa run  ask every keyed question --samples times of the running server; store, grade, print accuracy
 """
 
 from __future__ import annotations
@@ -121,15 +123,18 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
     from backend.qa.history_db import HistoryUnavailable
 
     try:
-        records = load_records(settings.history_path, user=args.user, feedback_only=args.feedback_only)
+        records = load_records(settings.history_path, user=args.user, human_only=args.human_verdicts,
+                               disagreements=args.disagreements)
     except (HistoryUnavailable, sqlite3.Error) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     if not records:
-        which = " with feedback" if args.feedback_only else ""
+        which = (" where the human verdict and the answer key disagree" if args.disagreements
+                 else " with a human verdict" if args.human_verdicts else "")
         who = f" of user {args.user}" if args.user else ""
+        todo = " (and set your verdict, Right or Wrong, under answers)" if which else ""
         print(f"error: no stored answers{which}{who} in {settings.history_path}: nothing was written. "
-              "Chat first (and give feedback for --feedback-only), then export.", file=sys.stderr)
+              f"Chat first{todo}, then export.", file=sys.stderr)
         return 1
     text = render(records, args.format)
     if args.out == "-":
@@ -163,18 +168,50 @@ def cmd_user(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _qa_run_options(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--samples", type=int, default=5, help="answers per question (default 5)")
+    group.add_argument("--questions", type=Path, help="questions file, as backend/qa/questions.json (default: it)")
+    group.add_argument("--parallel", type=int, default=4, help="answers asked at once (default 4)")
+    group.add_argument("--max-tokens", type=int, help="answer token budget (default: a new chat's)")
+    group.add_argument("--temperature", type=float, help="sampling temperature (default: a new chat's)")
+    group.add_argument("--top-p", type=float, help="top-p (default: a new chat's)")
+    group.add_argument("--seed", type=int, help="seed of sample 1; sample k gets seed + k - 1 (default: random)")
+    group.add_argument("--results", type=Path, default=PROJECT_ROOT / "results", help="folder for the JSON and PNG")
+
+
+def cmd_qa(settings: Settings, args: argparse.Namespace) -> int:
+    from backend.qa.accounts import LOCAL_USER
+    from backend.qa.accuracy_cli import RunOptions, run_accuracy
+
+    if args.action != "run":
+        print("error: the qa command has one action: python -m backend qa run [--samples N] [--questions FILE]",
+              file=sys.stderr)
+        return 2
+    if args.samples < 1 or args.parallel < 1:
+        print("error: --samples and --parallel must be at least 1", file=sys.stderr)
+        return 2
+    return run_accuracy(settings, RunOptions(
+        samples=args.samples, questions_file=args.questions, user=args.user or LOCAL_USER, out_dir=args.results,
+        parallel=args.parallel, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+        seed=args.seed))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m backend", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="run",
-                        choices=["run", "serve", "start", "stop", "status", "check", "export", "user"])
-    parser.add_argument("action", nargs="?", choices=["add", "remove", "list"], help="for `user`")
+                        choices=["run", "serve", "start", "stop", "status", "check", "export", "user", "qa"])
+    parser.add_argument("action", nargs="?", choices=["add", "remove", "list", "run"], help="for `user` and `qa`")
     parser.add_argument("name", nargs="?", help="for `user add/remove`")
     parser.add_argument("--password-stdin", action="store_true", help="user add: read the password from stdin")
     parser.add_argument("--format", choices=["jsonl", "md"], default="jsonl", help="export format")
     parser.add_argument("--out", default="-", help="export file (default: standard output)")
-    parser.add_argument("--user", help="export only this user's chats")
-    parser.add_argument("--feedback-only", action="store_true", help="export only answers with feedback")
+    parser.add_argument("--user", help="export: only this user's chats; qa run: whose sidebar gets the run (default local)")
+    parser.add_argument("--human-verdicts", "--feedback-only", action="store_true",
+                        help="export only answers with a human verdict (Right/Wrong under the answer)")
+    parser.add_argument("--disagreements", action="store_true",
+                        help="export only answers whose human verdict differs from the answer key's")
+    _qa_run_options(parser.add_argument_group("qa run"))
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
@@ -185,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_export(settings, args)
     if args.command == "user":
         return cmd_user(settings, args)
+    if args.command == "qa":
+        return cmd_qa(settings, args)
     if args.command in ("run", "serve"):
         from backend.server.launcher import run
 

@@ -1,5 +1,6 @@
 """The QA workflow as a person does it, in real Chromium on the real backend and the real SQLite file:
-log in, give feedback, regenerate, download an export, restart the app and resume the chat."""
+log in, set verdicts (Right / Wrong with a comment), regenerate, download an export, restart the app,
+resume the chat, change a verdict, and list where the person and the answer key disagree."""
 
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ from pathlib import Path
 import pytest
 
 from backend.qa.export import load_records
-from backend.settings import PROJECT_ROOT
+from backend.qa.question_set import starters
+from backend.qa.verdicts import key_outcome
 from backend.server.supervisor import VLLMServer
+from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
 from tests.test_chat_page import shot, wait_for
 from tests.ui_harness import CHROMIUM, CHROMIUM_ARGS, answers, chainlit_app, send
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 USER, PASSWORD = "alice", "correct horse battery"
+KEYED = starters()[0].question  # a question of the answer key, so each answer gets the key's verdict too
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +43,9 @@ def chromium(downloads: Path):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
                                      downloads_path=str(downloads))
         try:
-            yield browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            page = browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            page.set_default_timeout(90_000)  # a loaded shared machine can take over 30 s to render the login
+            yield page
         finally:
             browser.close()
 
@@ -55,7 +61,30 @@ def records(env: dict[str, str]) -> list[dict]:
     return load_records(Path(env["RCHAT_DATA_DIR"]) / "history.sqlite3")
 
 
-def test_log_in_feedback_regenerate_export_then_restart_and_resume(qa_env: dict[str, str], tmp_path: Path) -> None:
+def verdict_label(button) -> str:
+    """The words the page shows on a verdict button (public/qa.css writes them after the thumb)."""
+    return button.evaluate("b => getComputedStyle(b, '::after').content").strip('"')
+
+
+def set_verdict(page, button, comment: str = "") -> None:
+    button.click()
+    if comment:
+        page.get_by_placeholder("Why is it right or wrong?").fill(comment)
+    page.locator("#submit-feedback").click()
+
+
+def human(env: dict[str, str]) -> list[dict | None]:
+    return [r["human_verdict"] for r in records(env) if r["question"] == KEYED]
+
+
+def export_cli(env: dict[str, str], *args: str) -> list[dict]:
+    done = subprocess.run([sys.executable, "-m", "backend", "export", *args], capture_output=True, text=True,
+                          check=False, cwd=PROJECT_ROOT, env={"RCHAT_DATA_DIR": env["RCHAT_DATA_DIR"], "PATH": "/usr/bin:/bin"})
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_log_in_verdicts_regenerate_export_then_restart_resume_and_change_a_verdict(qa_env: dict[str, str],
+                                                                                  tmp_path: Path) -> None:
     port = free_port()
     with chainlit_app(ui_port=port, log_dir=tmp_path, env=qa_env) as url, chromium(tmp_path) as page:
         log_in(page, url, password="not the password")
@@ -63,18 +92,19 @@ def test_log_in_feedback_regenerate_export_then_restart_and_resume(qa_env: dict[
         log_in(page, url)
         page.wait_for_selector("#chat-input", timeout=30_000)
 
-        send(page, "Name a fruit.")
-        page.get_by_text("finish:").first.wait_for(timeout=120_000)
-        page.locator(".negative-feedback-off").first.click()
-        page.get_by_placeholder("Your feedback...").fill("too short, no reasoning")
-        page.locator("#submit-feedback").click()
-        wait_for(lambda: records(qa_env) and records(qa_env)[0]["feedback"])
-        assert records(qa_env)[0]["feedback"] == {"rating": "down", "comment": "too short, no reasoning"}
+        send(page, KEYED)
+        page.get_by_text("finish:").first.wait_for(timeout=180_000)
+        assert verdict_label(page.locator(".negative-feedback-off").first) == "Wrong"
+        set_verdict(page, page.locator(".negative-feedback-off").first, "too short, no reasoning")
+        wait_for(lambda: human(qa_env) == [{"verdict": "wrong", "comment": "too short, no reasoning"}])
+        assert verdict_label(page.locator(".negative-feedback-on")) == "Your verdict: wrong"
 
         page.get_by_role("button", name="Regenerate").click()
-        wait_for(lambda: len(answers(page)) == 2, timeout=120)
+        wait_for(lambda: len(answers(page)) == 2, timeout=180)
         wait_for(lambda: len(records(qa_env)) == 2)
         assert [r["sample"] for r in records(qa_env)] == [1, 2]  # the first sample is kept, on the page too
+        set_verdict(page, page.locator(".positive-feedback-off").last)  # the regenerated answer: right
+        wait_for(lambda: human(qa_env)[1:] == [{"verdict": "right", "comment": ""}])
 
         page.get_by_role("button", name="Export chat").click()
         link = page.locator("a.inline-file[download$='.jsonl']")
@@ -83,19 +113,29 @@ def test_log_in_feedback_regenerate_export_then_restart_and_resume(qa_env: dict[
             link.click()
         exported = [json.loads(line) for line in Path(download.value.path()).read_text().splitlines()]
         assert [r["sample"] for r in exported] == [1, 2]
-        assert exported[0]["feedback"]["comment"] == "too short, no reasoning"
+        assert [r["human_verdict"]["verdict"] for r in exported] == ["wrong", "right"]
+        assert all(r["verdict"]["expected"] == starters()[0].expected for r in exported)  # the key's, beside it
         assert exported[1]["stamp"]["vllm_version"] and exported[1]["stamp"]["sampling"]["temperature"] == 0
         page.screenshot(path=str(shot("qa-export")), full_page=True)
 
-    # The app restarts (same data folder, same port); the chat is in the sidebar and carries on.
+    # The app restarts (same data folder, same port); the chat is in the sidebar, with its verdicts.
     with chainlit_app(ui_port=port, log_dir=tmp_path, env=qa_env) as url, chromium(tmp_path) as page:
         log_in(page, url)
-        page.get_by_text("Name a fruit.").first.click(timeout=30_000)  # the sidebar entry
+        page.locator("#thread-history").get_by_text(KEYED).first.click(timeout=30_000)
         page.wait_for_url("**/thread/**", timeout=30_000)
         wait_for(lambda: len(answers(page)) == 2)
+        wait_for(lambda: page.locator(".negative-feedback-on").count() == 1
+                 and page.locator(".positive-feedback-on").count() == 1)
+        set_verdict(page, page.locator(".positive-feedback-off"))  # the first answer: wrong -> right
+        wait_for(lambda: human(qa_env)[0] == {"verdict": "right", "comment": ""})
         send(page, "Name another one.")
-        wait_for(lambda: len(records(qa_env)) == 3, timeout=120)
+        wait_for(lambda: len(records(qa_env)) == 3, timeout=180)
         page.screenshot(path=str(shot("qa-resumed")), full_page=True)
     [resumed] = [r for r in records(qa_env) if r["question"] == "Name another one."]
     assert resumed["stamp"]["context_messages"] == 3  # the model saw the question and the latest sample
     assert resumed["user"] == USER
+
+    # Both answers are now judged right by the person: the key disagrees wherever it did not say correct.
+    disagree = {r["answer_id"] for r in records(qa_env) if r["human_verdict"] and key_outcome(r["verdict"]) != "correct"}
+    assert {r["answer_id"] for r in export_cli(qa_env, "--disagreements")} == disagree
+    assert len(export_cli(qa_env, "--human-verdicts")) == 2

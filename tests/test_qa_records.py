@@ -86,8 +86,10 @@ async def test_the_export_cli_writes_jsonl_and_markdown_and_explains_an_empty_re
     assert lines and all(line["stamp"]["vllm_version"] for line in lines)
     markdown = export_cli(data_dir, "--format", "md").stdout
     assert f"### Q: {QUESTION}" in markdown and "vllm_version" in markdown
-    none = export_cli(data_dir, "--feedback-only")
-    assert none.returncode == 1 and "no stored answers with feedback" in none.stderr and not none.stdout
+    none = export_cli(data_dir, "--human-verdicts")
+    assert none.returncode == 1 and "no stored answers with a human verdict" in none.stderr and not none.stdout
+    none = export_cli(data_dir, "--disagreements")
+    assert none.returncode == 1 and "where the human verdict and the answer key disagree" in none.stderr
     empty = export_cli(tmp_path / "nothing-here")
     assert empty.returncode == 1 and "no history database" in empty.stderr.lower()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import chainlit as cl
@@ -21,7 +21,7 @@ from backend.page.token_batcher import TokenBatcher
 from backend.qa.answer_key import Verdict
 from backend.qa.answer_key import check as check_answer
 from backend.qa.stamp import make_stamp, now_iso
-from backend.records import RECORD_KEY
+from backend.records import answer_record
 from backend.settings import Settings
 
 
@@ -79,10 +79,9 @@ class AnswerView:
         stamp = make_stamp(settings=self.settings, request=self.request, vllm_version=self.vllm_version,
                            started_at=self.started_at, finished_at=now_iso(), stats=self.stats.as_dict(),
                            context_messages=len(self.request.get("messages", [])))
-        return {RECORD_KEY: {"kind": "answer", "question_id": self.question_id, "question": self.question,
-                             "sample": self.sample, "outcome": outcome, "thinking_step_id": self.thinking_step_id,
-                             "reasoning": self.reasoning_text, "answer": self.answer_text,
-                             "verdict": None if self.verdict is None else asdict(self.verdict), "stamp": stamp}}
+        return answer_record(question_id=self.question_id, question=self.question, sample=self.sample,
+                             outcome=outcome, thinking_step_id=self.thinking_step_id, reasoning=self.reasoning_text,
+                             answer=self.answer_text, verdict=self.verdict, stamp=stamp)
 
     async def _save_partial(self) -> None:
         """Every few seconds, store what has streamed so far: a crash of the app loses at most that.

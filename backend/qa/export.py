@@ -1,7 +1,8 @@
 """Export answers from the history database as JSONL (one answer per line) or Markdown.
 
 Reads the database read-only. Each record is one answer (a regenerated answer is its own record, with
-`sample` 2, 3, ...) with its question, reasoning, outcome, answer-key verdict, feedback and stamp.
+`sample` 2, 3, ...) with its question, reasoning, outcome, the answer key's verdict (`verdict`), the QA
+user's own (`human_verdict`, see backend/qa/verdicts.py), whether the two agree (`agreement`) and the stamp.
 """
 
 from __future__ import annotations
@@ -12,20 +13,25 @@ from pathlib import Path
 from typing import Any
 
 from backend.qa.history_db import connect_readonly
+from backend.qa.verdicts import agreement, describe_human, human_verdict
 from backend.records import RECORD_KEY
 
 
 def load_records(path: Path, *, thread_id: str | None = None, user: str | None = None,
-                 feedback_only: bool = False) -> list[dict[str, Any]]:
+                 human_only: bool = False, disagreements: bool = False) -> list[dict[str, Any]]:
+    """Stored answers; `human_only`: those with a human verdict; `disagreements`: those whose human
+    verdict differs from the answer key's."""
     db = connect_readonly(path)
     try:
-        return _records(db, thread_id=thread_id, user=user, feedback_only=feedback_only)
+        records = _records(db, thread_id=thread_id, user=user)
     finally:
         db.close()
+    if disagreements:
+        return [r for r in records if r["agreement"] == "disagree"]
+    return [r for r in records if r["human_verdict"]] if human_only else records
 
 
-def _records(db: sqlite3.Connection, *, thread_id: str | None, user: str | None,
-             feedback_only: bool) -> list[dict[str, Any]]:
+def _records(db: sqlite3.Connection, *, thread_id: str | None, user: str | None) -> list[dict[str, Any]]:
     query = """
         SELECT s.id, s.output, s.metadata, s."createdAt", t.id AS thread_id, t.name AS thread_name,
                t."userIdentifier" AS user, f.value AS feedback_value, f.comment AS feedback_comment
@@ -34,18 +40,13 @@ def _records(db: sqlite3.Connection, *, thread_id: str | None, user: str | None,
           AND (:thread IS NULL OR t.id = :thread) AND (:user IS NULL OR t."userIdentifier" = :user)
         ORDER BY t."createdAt", s."createdAt"
     """
-    # Chainlit's page attaches feedback to the run step around the answer (its parent), not the message.
+    # Chainlit's page attaches feedback (the human verdict) to the run step around the answer (its parent).
     records = []
     for row in db.execute(query, {"thread": thread_id, "user": user}):
         meta = json.loads(row["metadata"] or "{}").get(RECORD_KEY) or {}
         if meta.get("kind") != "answer":
             continue
-        feedback = None
-        if row["feedback_value"] is not None:
-            feedback = {"rating": "up" if row["feedback_value"] == 1 else "down",
-                        "comment": row["feedback_comment"] or ""}
-        if feedback_only and feedback is None:
-            continue
+        human = human_verdict(row["feedback_value"], row["feedback_comment"])
         outcome = meta.get("outcome")
         records.append({
             "thread_id": row["thread_id"], "thread_name": row["thread_name"], "user": row["user"],
@@ -55,7 +56,8 @@ def _records(db: sqlite3.Connection, *, thread_id: str | None, user: str | None,
             "outcome": "interrupted (the app stopped while answering)" if outcome == "in progress" else outcome,
             "reasoning": meta.get("reasoning", ""), "answer": meta.get("answer", ""),
             "shown": row["output"] or "",
-            "verdict": meta.get("verdict"), "feedback": feedback, "stamp": meta.get("stamp", {}),
+            "verdict": meta.get("verdict"), "human_verdict": human,
+            "agreement": agreement(meta.get("verdict"), human), "stamp": meta.get("stamp", {}),
         })
     return records
 
@@ -80,9 +82,10 @@ def to_markdown(records: list[dict[str, Any]]) -> str:
         facts = [f"outcome: {r['outcome']}"]
         if r["verdict"]:
             facts.append(key_line(r["verdict"]))
-        if r["feedback"]:
-            comment = f" — {r['feedback']['comment']}" if r["feedback"]["comment"] else ""
-            facts.append(f"feedback: {r['feedback']['rating']}{comment}")
+        if r["human_verdict"]:
+            facts.append(describe_human(r["human_verdict"]))
+        if r["agreement"] == "disagree":
+            facts.append("**the human verdict and the answer key disagree**")
         lines += [f"- {fact}" for fact in facts]
         lines += [f"- stamp: `{json.dumps(stamp, ensure_ascii=False, sort_keys=True)}`", ""]
     return "\n".join(lines)

@@ -8,6 +8,8 @@
    one user at once (a booth's tabs reopening) raced into a UNIQUE-constraint error.
 5. A failed write is not only logged (the base class swallows it): the user is told once per chat
    that the history could not be saved, so nobody believes a verdict was recorded when it was not.
+6. Feedback is the QA user's verdict (backend/qa/verdicts.py). The base class leaves out empty
+   fields when it updates one, so a verdict changed without a comment kept the old verdict's comment.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ class HistoryStore(SQLAlchemyDataLayer):
     async def create_user(self, user):
         async with self._user_lock:
             return await super().create_user(user)
+
+    async def upsert_feedback(self, feedback):
+        feedback.comment = feedback.comment or ""  # stored as given, even when empty
+        return await super().upsert_feedback(feedback)
 
     async def execute_sql(self, query: str, parameters: dict):
         parameters = {k: _encode(v) for k, v in parameters.items()}

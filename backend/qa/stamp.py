@@ -3,7 +3,7 @@
 Served name and model path, the vLLM version the server reports at /version, the sampling that was
 in effect (what we sent, plus the model's generation_config.json defaults that vLLM applies to
 whatever we did not send), seed, thinking, system prompt, timestamps and stats, and this app's
-commit. Exports add the feedback given since.
+commit. Exports add the human verdict given since.
 """
 
 from __future__ import annotations
