@@ -15,11 +15,11 @@ import openai
 
 from backend.chat.client import stream_chat
 from backend.chat.conversation import Conversation
-from backend.chat.sampling import Sampling, request_params
+from backend.chat.sampling import Sampling, request_params, seed_source
 from backend.errors import BackendUnavailable, ChatAppError, user_message
 from backend.page.answer_view import AnswerView
 from backend.page.notices import notice, wait_for_backend
-from backend.qa.stamp import server_version
+from backend.qa.engine import engine_facts
 from backend.records import AnswerResult
 from backend.settings import Settings
 
@@ -46,7 +46,7 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
     request = {"model": settings.resolved_served_name, "messages": messages, **request_params(sampling)}
     view = AnswerView(settings, question=question.content if question else "",
                       question_id=question.message_id if question else "", sample=sample, request=request,
-                      vllm_version=await server_version(settings))
+                      engine=await engine_facts(settings), seed_source=seed_source(sampling))
     try:
         async with contextlib.aclosing(stream_chat(client, settings, request,
                                                    starts_in_reasoning=settings.reasoning_starts_inside

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
@@ -21,6 +22,7 @@ from backend.server import processes
 from backend.errors import ChatAppError, PortBusy
 from backend.qa.setup import preflight
 from backend.settings import PROJECT_ROOT, Settings
+from backend.server.engine_facts import launch_facts
 from backend.server.status_file import BackendStatus, write_status
 from backend.server.supervisor import Progress, VLLMServer
 
@@ -66,11 +68,13 @@ class Launcher:
         self.crashes: list[float] = []
         self.gave_up = False  # too many crashes: no more restarts; the page says why
         self.state: BackendStatus = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
+        self.engine: dict = {}  # what was launched, for the answers' stamps; empty in external mode
 
     # --- status published for the UI ---
     def _publish(self, state: str, phase: str = "", message: str = "") -> None:
         since = self.state.since if state == self.state.state else time.time()
-        self.state = BackendStatus(state=state, phase=phase, message=message, since=since, pid=os.getpid())
+        self.state = BackendStatus(state=state, phase=phase, message=message, since=since, pid=os.getpid(),
+                                   engine=self.engine)
         write_status(self.settings.status_file, self.state)
 
     def _publish_starting(self, phase: str) -> None:
@@ -133,7 +137,11 @@ class Launcher:
         self.server.start()
         if self.server.proc is not None:
             self._tell_watchdog(f"+{self.server.proc.pid}")
-        took = self.server.wait_healthy()
+        with ThreadPoolExecutor(1) as pool:
+            # Hash the model files while vLLM loads them (cached on disk: only a new model takes long).
+            facts = None if s.external else pool.submit(launch_facts, self.server.launch, model_path=s.resolved_model)
+            took = self.server.wait_healthy()
+            self.engine = facts.result() if facts else {}
         self._publish("external" if s.external else "ready", "ready")
         say(f"vLLM healthy after {took:.1f} s")
 
