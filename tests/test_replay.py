@@ -6,26 +6,35 @@ The unit tests need no server. Those marked `server` answer through the real pag
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from backend.bench.chainlit_client import ChainlitSession
-from backend.chat.sampling import apply_update, default_sampling, request_params, seed_source
+from backend.chat.client import make_client
+from backend.chat.sampling import (
+    apply_update,
+    default_sampling,
+    request_params,
+    seed_source,
+)
 from backend.model_info import model_files_hash
 from backend.page.settings_panel import settings_widgets
 from backend.qa.engine import _published, engine_facts
 from backend.qa.export import load_records
 from backend.qa.replay import NotReplayable, engine_differences, replay, replay_request
 from backend.qa.replay_report import word_diff
+from backend.server import processes
 from backend.server.engine_facts import launch_facts
-from backend.server.status_file import BackendStatus, write_status
-from backend.server.supervisor import VLLMServer
+from backend.server.status_file import BackendStatus, read_status, write_status
 from backend.server.vllm_command import build_launch
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port, make_settings
@@ -124,70 +133,97 @@ def test_the_word_diff_shows_where_two_answers_part() -> None:
     assert common == 3 and diff == "The sea has [-whales-]{+sharks+} and fish."
 
 
-# --- on the real vLLM ---
+# --- on the real vLLM, started by the real launcher (which publishes the engine facts) ---
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("replay-data")
+def served(tmp_path_factory) -> Iterator[dict[str, str]]:
+    """`python -m backend serve` (vLLM under the launcher, no page); yields the RCHAT_* variables that
+    point a page or the CLI at it. The page then samples (temperature 0.7) with the seed left empty."""
+    log_dir = tmp_path_factory.mktemp("replay")
+    env = {"RCHAT_UI_PORT": str(free_port()), "RCHAT_VLLM_PORT": str(free_port()), "RCHAT_LOG_DIR": str(log_dir),
+           "RCHAT_DATA_DIR": str(log_dir / "data"), "RCHAT_API_KEY": "rchat-replay-test",
+           "RCHAT_DEFAULT_TEMPERATURE": "0.7", "RCHAT_DEFAULT_MAX_TOKENS": "48"}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
+    launcher = processes.spawn_group([sys.executable, "-m", "backend", "serve"], env={**clean, **env},
+                                     log_path=log_dir / "serve.out", cwd=PROJECT_ROOT)
+    status_path = log_dir / f"backend-status-{env['RCHAT_UI_PORT']}.json"
+    try:
+        deadline = time.monotonic() + 900
+        while (status := read_status(status_path)) is None or status.state != "ready":
+            assert launcher.poll() is None and time.monotonic() < deadline, (log_dir / "serve.out").read_text()[-3000:]
+            time.sleep(1)
+        yield env
+    finally:
+        processes.stop_group(launcher, grace=30)
 
 
 @pytest.fixture(scope="module")
-def app_env(vllm_server: VLLMServer, data_dir: Path) -> dict[str, str]:
-    """The page samples (temperature 0.7) and leaves the seed empty: the app draws one per answer."""
-    return {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
-            "RCHAT_DEFAULT_TEMPERATURE": "0.7", "RCHAT_DEFAULT_MAX_TOKENS": "48", "RCHAT_DATA_DIR": str(data_dir)}
-
-
-@pytest.fixture(scope="module")
-def sampling_app(app_env: dict[str, str], tmp_path_factory):
-    with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("replay-ui"), env=app_env) as url:
+def sampling_app(served: dict[str, str]) -> Iterator[str]:
+    log_dir = Path(served["RCHAT_LOG_DIR"])
+    with chainlit_app(ui_port=int(served["RCHAT_UI_PORT"]), log_dir=log_dir, env=served) as url:
         yield url
 
 
+def data_of(served: dict[str, str]) -> Path:
+    return Path(served["RCHAT_DATA_DIR"]) / "history.sqlite3"
+
+
+def settings_of(served: dict[str, str]):
+    return make_settings(Path(served["RCHAT_LOG_DIR"]), ui_port=int(served["RCHAT_UI_PORT"]),
+                         vllm_port=int(served["RCHAT_VLLM_PORT"]), api_key=served["RCHAT_API_KEY"])
+
+
 def replay_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "backend", "replay", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "backend", "replay", *args], check=False,
+                          capture_output=True, text=True,
                           cwd=PROJECT_ROOT, env={**env, "PATH": "/usr/bin:/bin"}, timeout=600)
 
 
 @pytest.mark.server
-async def test_a_sampled_answer_replays_identically_from_the_command_line(sampling_app: str, data_dir: Path,
-                                                                          app_env: dict[str, str]) -> None:
+async def test_a_sampled_answer_replays_identically_from_the_command_line(sampling_app: str,
+                                                                          served: dict[str, str]) -> None:
     async with ChainlitSession(sampling_app) as session:
         await session.ask(QUESTION)
-    [record] = [r for r in load_records(data_dir / "history.sqlite3") if r["question"] == QUESTION]
+    [record] = [r for r in load_records(data_of(served)) if r["question"] == QUESTION]
     stamp = record["stamp"]
     assert stamp["seed_source"] == "drawn" and isinstance(stamp["seed"], int) and stamp["sampling"]["temperature"] == 0.7
     assert stamp["request"]["messages"][-1] == {"role": "user", "content": QUESTION}
     engine = stamp["engine"]
-    assert engine["dtype"] == "float32" and engine["model_hash"].startswith("sha256:")
+    assert engine["source"] == "launcher" and engine["dtype"] == "float32" and engine["enforce_eager"] is True
+    assert engine["model_hash"].startswith("sha256:") and "--max-model-len" in engine["flags"]
     assert engine["served_max_model_len"] == 4096 and engine["vllm_version"] == stamp["vllm_version"] != "unknown"
-    done = replay_cli(app_env, record["answer_id"])
+    done = replay_cli(served, record["answer_id"])
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"Replay of answer {record['answer_id']}: identical" in done.stdout
     assert f"seed {stamp['seed']}" in done.stdout and record["answer"].strip() in done.stdout
 
 
 @pytest.mark.server
-async def test_the_replay_button_posts_the_verdict_under_the_answer(sampling_app: str, data_dir: Path) -> None:
+async def test_the_replay_button_posts_the_verdict_under_the_answer(sampling_app: str, served: dict[str, str]) -> None:
     async with ChainlitSession(sampling_app) as session:
         await session.ask("Say hello in French.")
         [answer_id] = session.current.texts
         [button] = [a for a in session.actions if a["name"] == "replay" and a["forId"] == answer_id]
         await session.click(button)
-        [shown] = [m["output"] for m in session.messages if m.get("name") == "Replay" and "Replaying" not in m["output"]]
+        for _ in range(3000):  # the page's update travels by websocket, the click's answer by HTTP
+            shown = [m["output"] for m in session.messages if m.get("name") == "Replay"]
+            if shown and "Replaying" not in shown[-1]:
+                break
+            await asyncio.sleep(0.1)
+        shown = shown[-1]
     assert shown.startswith("**Replay: identical**") and "word for word the stored answer" in shown
-    replays = load_records(data_dir / "history.sqlite3", thread_id=session.thread_id)
-    assert [r["answer_id"] for r in replays] == [answer_id]  # the comparison is stored, but not as an answer
+    stored = load_records(data_of(served), thread_id=session.thread_id)
+    assert [r["answer_id"] for r in stored] == [answer_id]  # the comparison is kept, but not as an answer
 
 
 @pytest.mark.server
 async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comparable(
-        sampling_app: str, data_dir: Path, vllm_server: VLLMServer) -> None:
-    settings = make_settings(data_dir, vllm_port=vllm_server.settings.vllm_port, api_key=vllm_server.api_key)
+        sampling_app: str, served: dict[str, str]) -> None:
+    settings = settings_of(served)
     async with ChainlitSession(sampling_app) as session:
         await session.ask("What is the capital of France?")
-    [record] = load_records(data_dir / "history.sqlite3", thread_id=session.thread_id)
-    client = vllm_server.async_client()
+    [record] = load_records(data_of(served), thread_id=session.thread_id)
+    client = make_client(settings, api_key=served["RCHAT_API_KEY"])
     greedy = copy.deepcopy(record)
     greedy["stamp"]["request"]["params"].update(temperature=0, seed=None)
     first = await replay(greedy, settings=settings, client=client)  # the greedy answer, as if stored...
@@ -203,8 +239,9 @@ async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comp
 
 @pytest.mark.server
 async def test_in_external_mode_the_stamp_says_what_the_server_reported_and_what_is_unknown(
-        vllm_server: VLLMServer, tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, base_url=vllm_server.url, api_key=vllm_server.api_key)
+        served: dict[str, str], tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{served['RCHAT_VLLM_PORT']}"
+    settings = make_settings(tmp_path, base_url=url, api_key=served["RCHAT_API_KEY"])
     facts = await engine_facts(settings)
     assert facts["source"] == "server" and facts["vllm_version"] != "unknown"
     assert facts["served_max_model_len"] == 4096 and facts["served_root"].endswith("smollm2-135m-instruct")

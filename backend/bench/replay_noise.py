@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from backend.server.engine_facts import cpu_facts
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             url, key = server.url, server.api_key
         started = time.monotonic()
         result = asyncio.run(measure(url, key, settings.resolved_served_name, args))
-    result.update({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), **cpu_facts(),
+    result.update({"date": datetime.now(UTC).isoformat(timespec="seconds"), **cpu_facts(),
                    "device": device, "dtype": effective_dtype(settings, device) or "auto",
                    "settings": {k: v for k, v in vars(args).items() if k not in ("api_key", "out")},
                    "wall_s": round(time.monotonic() - started, 1)})

@@ -48,11 +48,12 @@ async def send_replay(client: openai.AsyncOpenAI, settings: Settings, *, thread_
         result = await replay(record, settings=settings, client=client)
     except ChatAppError as err:
         message.content = as_notice(f"The replay did not run: {err}")
-    except Exception as err:  # noqa: BLE001 - a bug of ours must end in words, not a trace
+    except Exception as err:  # a bug of ours must end in words, not a trace
         log.exception("replay failed")
         message.content = as_notice(f"The replay did not run: {user_message(err)}")
     else:
         message.content = render_markdown(result)
+        log.info("replay of answer %s: %s", answer_id, result.verdict)
         message.metadata = {RECORD_KEY: {"kind": "replay", "of": answer_id, **result.as_dict()}}
     await message.update()
 
