@@ -142,13 +142,14 @@ def served(tmp_path_factory) -> Iterator[dict[str, str]]:
     log_dir = tmp_path_factory.mktemp("replay")
     env = {"RCHAT_UI_PORT": str(free_port()), "RCHAT_VLLM_PORT": str(free_port()), "RCHAT_LOG_DIR": str(log_dir),
            "RCHAT_DATA_DIR": str(log_dir / "data"), "RCHAT_API_KEY": "rchat-replay-test",
-           "RCHAT_DEFAULT_TEMPERATURE": "0.7", "RCHAT_DEFAULT_MAX_TOKENS": "48"}
+           "RCHAT_DEFAULT_TEMPERATURE": "0.7", "RCHAT_DEFAULT_MAX_TOKENS": "48",
+           "RCHAT_STARTUP_TIMEOUT": "1800"}  # a shared 2-core machine has taken over 600 s to start vLLM
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
     launcher = processes.spawn_group([sys.executable, "-m", "backend", "serve"], env={**clean, **env},
                                      log_path=log_dir / "serve.out", cwd=PROJECT_ROOT)
     status_path = log_dir / f"backend-status-{env['RCHAT_UI_PORT']}.json"
     try:
-        deadline = time.monotonic() + 900
+        deadline = time.monotonic() + 1900
         while (status := read_status(status_path)) is None or status.state != "ready":
             assert launcher.poll() is None and time.monotonic() < deadline, (log_dir / "serve.out").read_text()[-3000:]
             time.sleep(1)
@@ -180,6 +181,7 @@ def replay_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.server
+@pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_a_sampled_answer_replays_identically_from_the_command_line(sampling_app: str,
                                                                           served: dict[str, str]) -> None:
     async with ChainlitSession(sampling_app) as session:
@@ -199,6 +201,7 @@ async def test_a_sampled_answer_replays_identically_from_the_command_line(sampli
 
 
 @pytest.mark.server
+@pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_the_replay_button_posts_the_verdict_under_the_answer(sampling_app: str, served: dict[str, str]) -> None:
     async with ChainlitSession(sampling_app) as session:
         await session.ask("Say hello in French.")
@@ -217,6 +220,7 @@ async def test_the_replay_button_posts_the_verdict_under_the_answer(sampling_app
 
 
 @pytest.mark.server
+@pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comparable(
         sampling_app: str, served: dict[str, str]) -> None:
     settings = settings_of(served)
@@ -238,6 +242,7 @@ async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comp
 
 
 @pytest.mark.server
+@pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_in_external_mode_the_stamp_says_what_the_server_reported_and_what_is_unknown(
         served: dict[str, str], tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{served['RCHAT_VLLM_PORT']}"

@@ -63,7 +63,13 @@ async def trial(client, model: str, args: argparse.Namespace, *, others: int) ->
     return answer
 
 
-async def measure(url: str, key: str, model: str, args: argparse.Namespace) -> dict:
+def tally(reference: str, runs: dict[str, list[str]]) -> dict:
+    return {"reference": reference, "runs": runs,
+            "differ": {k: sum(a != reference for a in v) for k, v in runs.items()},
+            "distinct": {k: len(set(v)) for k, v in runs.items()}}
+
+
+async def measure(url: str, key: str, model: str, args: argparse.Namespace, save) -> dict:
     import httpx
     from openai import AsyncOpenAI
 
@@ -76,10 +82,9 @@ async def measure(url: str, key: str, model: str, args: argparse.Namespace) -> d
             runs[label].append(await trial(client, model, args, others=others))  # interleaved: same drift
         say(f"trial {i + 1}/{args.trials}: "
             + ", ".join(f"{k} {sum(a != reference for a in v)} differ" for k, v in runs.items()))
+        save(tally(reference, runs))  # a long run cut short still leaves its trials on disk
     await client.close()
-    return {"reference": reference, "runs": runs,
-            "differ": {k: sum(a != reference for a in v) for k, v in runs.items()},
-            "distinct": {k: len(set(v)) for k, v in runs.items()}}
+    return tally(reference, runs)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -109,19 +114,23 @@ def main(argv: list[str] | None = None) -> int:
             server = stack.enter_context(VLLMServer(settings, log_path=Path(tempfile.mkdtemp()) / "vllm.log"))
             url, key = server.url, server.api_key
         started = time.monotonic()
-        result = asyncio.run(measure(url, key, settings.resolved_served_name, args))
-    result.update({"date": datetime.now(UTC).isoformat(timespec="seconds"), **cpu_facts(),
-                   "device": device, "dtype": effective_dtype(settings, device) or "auto",
-                   "settings": {k: v for k, v in vars(args).items() if k not in ("api_key", "out")},
-                   "wall_s": round(time.monotonic() - started, 1)})
+        args.out.mkdir(parents=True, exist_ok=True)
+        path = args.out / f"replay-noise-{datetime.now():%Y%m%d-%H%M%S}.json"
+        facts = {"date": datetime.now(UTC).isoformat(timespec="seconds"), **cpu_facts(), "device": device,
+                 "dtype": effective_dtype(settings, device) or "auto",
+                 "settings": {k: v for k, v in vars(args).items() if k not in ("api_key", "out")}}
+
+        def save(result: dict) -> None:
+            result.update(facts, wall_s=round(time.monotonic() - started, 1))
+            path.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+
+        result = asyncio.run(measure(url, key, settings.resolved_served_name, args, save))
+        save(result)
     print(f"\n{'condition':<22}{'trials':>8}{'differ':>8}{'distinct answers':>18}")
     for label, answers in result["runs"].items():
         print(f"{label:<22}{len(answers):>8}{result['differ'][label]:>8}{result['distinct'][label]:>18}")
     print(f"({result['cpu']}, {device}, dtype {result['dtype']}, temperature {args.temperature}, "
           f"seed {args.seed}, {args.max_tokens} tokens)")
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"replay-noise-{datetime.now():%Y%m%d-%H%M%S}.json"
-    path.write_text(json.dumps(result, indent=2, ensure_ascii=False))
     say(f"wrote {path}")
     return 0
 
