@@ -14,6 +14,7 @@ from backend.chat.sampling import apply_update, default_sampling, max_tokens_lim
 from backend.page.actions import answer_actions, send_export
 from backend.page.answer_flow import answer
 from backend.page.notices import guarded, notice
+from backend.page.replay_view import send_replay
 from backend.page.settings_panel import settings_widgets
 from backend.qa.accounts import LOCAL_USER, check_password
 from backend.qa.question_set import starters
@@ -158,12 +159,23 @@ async def export_chat(_action: cl.Action) -> None:
                                 history_off_reason=qa.history_off_reason)
 
 
+@cl.action_callback("replay")
+@guarded
+async def replay_answer(action: cl.Action) -> None:
+    """Send the answer's stamped request again and post the comparison (backend/page/replay_view.py)."""
+    if busy_elsewhere():
+        await notice("Still answering: wait for it (a replay beside it would not be comparable), then replay.")
+        return
+    await send_replay(client, settings, thread_id=cl.context.session.thread_id, answer_id=action.forId or "",
+                      history_off_reason=qa.history_off_reason)
+
+
 async def respond(*, sample: int) -> None:
-    """Answer the conversation's last question; only the newest answer keeps the action buttons."""
+    """Answer the conversation's last question; only the newest answer keeps Regenerate and Export."""
     cl.user_session.set("busy", asyncio.current_task())
     cl.user_session.set("stop", False)
     for old in cl.user_session.get("actions") or []:
-        if isinstance(old, cl.Action):
+        if isinstance(old, cl.Action) and old.name != "replay":  # every stored answer can be replayed
             await old.remove()
     conversation = cl.user_session.get("conversation")
     result = await answer(client=client, settings=settings, conversation=conversation,

@@ -10,6 +10,7 @@ export  write stored answers as JSONL or Markdown (all, one user's, those with a
         those where the human verdict and the answer key disagree)
 user    add/remove/list login users (`user add NAME` asks for the password)
 qa run  ask every keyed question --samples times of the running server; store, grade, print accuracy
+replay  ANSWER_ID [--json]: send a stored answer's stamped request again, compare (backend/qa/replay.py)
 """
 
 from __future__ import annotations
@@ -194,9 +195,26 @@ def cmd_qa(settings: Settings, args: argparse.Namespace) -> int:
         samples=args.samples, questions_file=args.questions, user=args.user or LOCAL_USER, out_dir=args.results,
         parallel=args.parallel, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
         seed=args.seed))
+def cmd_replay(argv: list[str]) -> int:
+    """Parsed on its own (an answer id is no `action`), so the main parser stays as it is."""
+    from backend.qa.replay_report import replay_command
+
+    parser = argparse.ArgumentParser(prog="python -m backend replay")
+    parser.add_argument("answer_id", help="the answer's id: `answer_id` in `python -m backend export`")
+    parser.add_argument("--json", action="store_true", help="print the whole comparison as JSON")
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings()
+    except SettingsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return replay_command(settings, args.answer_id, as_json=args.json)
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["replay"]:
+        return cmd_replay(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m backend", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="run",

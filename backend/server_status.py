@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 State = Literal["starting", "ready", "restarting", "failed", "stopped", "external"]
 
@@ -19,6 +19,7 @@ class BackendStatus:
     message: str = ""
     since: float = 0.0  # epoch seconds of the last change of state
     pid: int = 0  # the launcher's pid
+    engine: dict[str, Any] = field(default_factory=dict)  # what was launched: backend/server/engine_facts.py
 
     def describe(self) -> str:
         """A sentence for the chat page."""

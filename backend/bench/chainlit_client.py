@@ -41,6 +41,10 @@ class ChainlitSession:
         self._task_ends = 0  # task_end events so far: one per finished handler
         self._task_ended = asyncio.Event()
         self.messages: list[dict] = []
+        self.actions: list[dict] = []  # buttons the server attached to messages (`forId` names the message)
+        self.session_id = str(uuid.uuid4())
+        self.cookie = ""
+        self.sio.on("action", self.actions.append)
         self.sio.on("stream_token", self._on_token)
         self.sio.on("new_message", self._on_message)
         self.sio.on("update_message", self._on_message)
@@ -58,8 +62,8 @@ class ChainlitSession:
             return "; ".join(f"{k}={v}" for k, v in http.cookies.items())
 
     async def connect(self) -> None:
-        cookie = await self.login()
-        auth = {"sessionId": str(uuid.uuid4()), "clientType": "webapp", "userEnv": "{}"}
+        cookie = self.cookie = await self.login()
+        auth = {"sessionId": self.session_id, "clientType": "webapp", "userEnv": "{}"}
         if self.resume_id:
             auth["threadId"] = self.resume_id
         await self.sio.connect(self.url, socketio_path="/ws/socket.io", auth=auth, transports=["websocket"],
@@ -102,6 +106,12 @@ class ChainlitSession:
                                "output": text, "createdAt": datetime.now(timezone.utc).isoformat()},
                    "fileReferences": []}
         await self.sio.emit("client_message", payload)
+
+    async def click(self, action: dict, *, timeout: float = 300) -> None:
+        """Press an action button as the page does (POST /project/action); returns when its callback has."""
+        async with httpx.AsyncClient(base_url=self.url, timeout=timeout, headers={"Cookie": self.cookie}) as http:
+            response = await http.post("/project/action", json={"sessionId": self.session_id, "action": action})
+            response.raise_for_status()
 
     async def _on_token(self, data: dict) -> None:
         if self.current is not None and not data.get("isSequence") and not data.get("isInput"):

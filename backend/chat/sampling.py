@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -9,6 +10,7 @@ from backend.model_info import generation_config
 from backend.settings import Settings
 
 LIMITS = {"temperature": (0.0, 2.0), "top_p": (0.01, 1.0)}
+SEED_LIMIT = 2**31  # seeds are 0 .. 2**31 - 1, whether typed in the panel or drawn
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,10 @@ def apply_update(current: Sampling, raw: dict[str, Any], settings: Settings) -> 
         seed_text = str(raw["seed"] if raw["seed"] is not None else "").strip()
         if seed_text in ("", "None"):
             updates["seed"] = None
-        elif seed_text.lstrip("-").isdigit() and 0 <= int(seed_text) < 2**31:
+        elif seed_text.lstrip("-").isdigit() and 0 <= int(seed_text) < SEED_LIMIT:
             updates["seed"] = int(seed_text)
         else:
-            problems.append(f"seed must be empty (random) or a whole number from 0 to {2**31 - 1}; kept {current.seed}")
+            problems.append(f"seed must be empty (random) or a whole number from 0 to {SEED_LIMIT - 1}; kept {current.seed}")
     if "system_prompt" in raw:
         updates["system_prompt"] = str(raw["system_prompt"] or "")[: settings.max_message_chars]
     if "thinking" in raw:
@@ -80,10 +82,15 @@ def _number(value: Any) -> float | None:
 
 
 def request_params(sampling: Sampling) -> dict[str, Any]:
-    """Parameters for chat.completions.create, always explicit so the stamp says what was used."""
-    params: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p,
-                              "max_tokens": sampling.max_tokens,
-                              "extra_body": {"chat_template_kwargs": {"enable_thinking": sampling.thinking}}}
-    if sampling.seed is not None:
-        params["seed"] = sampling.seed
-    return params
+    """Parameters for chat.completions.create, always explicit so the stamp says what was used.
+
+    The seed too: with the panel's seed empty, one is drawn for this request, so that every stored
+    answer can be sampled again exactly (see seed_source for what the stamp records)."""
+    seed = sampling.seed if sampling.seed is not None else secrets.randbelow(SEED_LIMIT)
+    return {"temperature": sampling.temperature, "top_p": sampling.top_p, "max_tokens": sampling.max_tokens,
+            "seed": seed, "extra_body": {"chat_template_kwargs": {"enable_thinking": sampling.thinking}}}
+
+
+def seed_source(sampling: Sampling) -> str:
+    """'user' for a seed set in the panel, 'drawn' for one the app drew for the request."""
+    return "drawn" if sampling.seed is None else "user"

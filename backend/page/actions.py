@@ -1,4 +1,4 @@
-"""The buttons under an answer (Regenerate, Export chat) and what Export sends back."""
+"""The buttons under an answer (Regenerate, Export chat, Replay) and what Export sends back."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import chainlit as cl
 
 from backend.errors import NOTICE, HistoryUnavailable, as_notice
 from backend.page.notices import notice
+from backend.page.replay_view import replay_action
 from backend.qa.export import load_records, render
 from backend.settings import Settings
 
@@ -17,7 +18,8 @@ def answer_actions(sample: int) -> list[cl.Action]:
     return [cl.Action(name="regenerate", payload={"sample": sample}, label="Regenerate", icon="refresh-cw",
                       tooltip="Sample this answer again; this one stays"),
             cl.Action(name="export", payload={}, label="Export chat", icon="download",
-                      tooltip="Download this chat as JSONL and Markdown, with a reproducibility stamp per answer")]
+                      tooltip="Download this chat as JSONL and Markdown, with a reproducibility stamp per answer"),
+            replay_action()]
 
 
 async def send_export(settings: Settings, *, thread_id: str, history_off_reason: str) -> None:

@@ -15,12 +15,12 @@ import openai
 
 from backend.chat.client import stream_chat
 from backend.chat.conversation import Conversation
-from backend.chat.sampling import Sampling, request_params
+from backend.chat.sampling import Sampling, request_params, seed_source
 from backend.errors import BackendUnavailable, ChatAppError, user_message
 from backend.page.answer_view import AnswerView
 from backend.page.notices import notice, wait_for_backend
 from backend.page.token_batcher import streaming
-from backend.qa.stamp import server_version
+from backend.qa.engine import engine_facts
 from backend.records import AnswerResult
 from backend.settings import Settings
 
@@ -47,7 +47,7 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
     request = {"model": settings.resolved_served_name, "messages": messages, **request_params(sampling)}
     view = AnswerView(settings, question=question.content if question else "",
                       question_id=question.message_id if question else "", sample=sample, request=request,
-                      vllm_version=await server_version(settings))
+                      engine=await engine_facts(settings), seed_source=seed_source(sampling))
     try:
         with streaming():
             await _stream(client, settings, request, view, sampling, stop_requested)

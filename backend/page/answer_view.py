@@ -34,7 +34,8 @@ class AnswerView:
     question_id: str = ""
     sample: int = 1  # 2, 3, ... for Regenerate
     request: dict[str, Any] = field(default_factory=dict)
-    vllm_version: str = "unknown"
+    engine: dict[str, Any] = field(default_factory=dict)  # backend/qa/engine.py
+    seed_source: str | None = None  # "user" or "drawn"
     stats: AnswerStats = field(default_factory=AnswerStats)
     started_at: str = field(default_factory=now_iso)
     verdict: Verdict | None = None
@@ -76,9 +77,9 @@ class AnswerView:
 
     def record(self, outcome: str) -> dict[str, Any]:
         """What is stored with the answer (message metadata), and exported: see backend/qa/export.py."""
-        stamp = make_stamp(settings=self.settings, request=self.request, vllm_version=self.vllm_version,
-                           started_at=self.started_at, finished_at=now_iso(), stats=self.stats.as_dict(),
-                           context_messages=len(self.request.get("messages", [])))
+        stamp = make_stamp(settings=self.settings, request=self.request, engine=self.engine,
+                           seed_source=self.seed_source, started_at=self.started_at, finished_at=now_iso(),
+                           stats=self.stats.as_dict(), context_messages=len(self.request.get("messages", [])))
         return answer_record(question_id=self.question_id, question=self.question, sample=self.sample,
                              outcome=outcome, thinking_step_id=self.thinking_step_id, reasoning=self.reasoning_text,
                              answer=self.answer_text, verdict=self.verdict, stamp=stamp)

@@ -30,6 +30,7 @@ from backend.server.supervision import Hooks, State, Supervised
 from backend.server.supervisor import STOP_GRACE, Progress, VLLMServer
 from backend.server.vllm_command import LaunchSpec
 from backend.settings import PROJECT_ROOT, Settings
+from backend.server.engine_facts import launch_facts
 
 TICK = 0.5  # seconds between looks at the children; also the longest a stop request waits
 
@@ -62,6 +63,7 @@ class Launcher:
         self.stop_signal: int | None = None
         self.state = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
         self.watchdog = self._start_watchdog()
+        self.engine: dict = {}  # what was launched, for the answers' stamps; empty in external mode
         hooks = Hooks(say=say, spawned=lambda pid: self._tell_watchdog(f"+{pid}"),
                       reaped=lambda pid: self._tell_watchdog(f"-{pid}"), changed=self._changed)
         self.server = VLLMServer(settings, launch=launch, on_progress=ProgressPrinter(self._publish_starting))
@@ -81,7 +83,8 @@ class Launcher:
     # --- status published for the UI ---
     def _publish(self, state: str, phase: str = "", message: str = "") -> None:
         since = self.state.since if state == self.state.state else time.time()
-        self.state = BackendStatus(state=state, phase=phase, message=message, since=since, pid=os.getpid())
+        self.state = BackendStatus(state=state, phase=phase, message=message, since=since, pid=os.getpid(),
+                                   engine=self.engine)
         write_status(self.settings.status_file, self.state)
 
     def _publish_starting(self, phase: str) -> None:
@@ -155,6 +158,9 @@ class Launcher:
         else:
             say(f"starting vLLM on {s.server_url} ({self.server.launch.device}), model {s.resolved_model}")
             say(f"vLLM log: {self.server.log_path}")
+            # The engine facts for the answers' stamps; the model files hash is cached on disk, so
+            # only a new model costs time here (seconds for the embedded one).
+            self.engine = launch_facts(self.server.launch, model_path=s.resolved_model)
 
     def _loop(self) -> int:
         """Tick both children until a stop is asked for or one of them can no longer be kept up."""

@@ -1,0 +1,81 @@
+"""The engine part of a stamp: what is serving the model right now, as far as we can know it.
+
+Managed mode: the facts the launcher published when it started vLLM (backend/server/engine_facts.py).
+Without a running launcher (vLLM started by `python -m backend start` under other settings, or by a
+test), the same facts derived from this app's settings, marked `source: "settings"`. External mode:
+only what the server reports at /version and /v1/models; everything else is listed under `unknown`.
+Every mode adds what the server itself reports (version, served max model length).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import httpx
+
+from backend.server.engine_facts import launch_facts
+from backend.server_status import read_status
+from backend.server.vllm_command import build_launch
+from backend.settings import Settings
+
+# The facts a launch gives that an external server does not report.
+LAUNCH_ONLY = ("device", "dtype", "quantization", "enforce_eager", "enable_prefix_caching", "flags", "model_hash")
+_reported: dict[str, dict[str, Any]] = {}
+_derived: dict[str, dict[str, Any]] = {}
+
+
+async def engine_facts(settings: Settings) -> dict[str, Any]:
+    """The engine facts for an answer's stamp (see the module docstring for where each comes from)."""
+    reported = await server_reports(settings)
+    if settings.external:
+        local: dict[str, Any] = {"source": "server", "unknown": list(LAUNCH_ONLY)}
+    else:
+        local = _published(settings) or await _from_settings(settings)
+    facts = {**local, **{k: v for k, v in reported.items() if v is not None}}
+    return facts
+
+
+def _published(settings: Settings) -> dict[str, Any] | None:
+    """The launcher's facts, if a live launcher serving this page published them."""
+    status = read_status(settings.status_file)
+    if status is None or not status.engine or status.state not in ("ready", "restarting", "starting"):
+        return None
+    try:
+        os.kill(status.pid, 0)  # a status left by a launcher that is gone says nothing about now
+    except (ProcessLookupError, PermissionError, ValueError):
+        return None
+    return {"source": "launcher", **status.engine}
+
+
+async def _from_settings(settings: Settings) -> dict[str, Any]:
+    """What these settings would launch: assumed to be what runs (no launcher said otherwise)."""
+    if settings.server_url not in _derived:
+        spec = build_launch(settings, api_key="")
+        facts = await asyncio.to_thread(launch_facts, spec, model_path=settings.resolved_model)
+        _derived[settings.server_url] = {"source": "settings", **facts}
+    return _derived[settings.server_url]
+
+
+async def server_reports(settings: Settings) -> dict[str, Any]:
+    """vLLM's version (/version) and the served model's max_model_len and root (/v1/models).
+
+    Asked once per server URL (a restart under the same launcher keeps the same build and flags);
+    a failed ask is not cached, so the next answer asks again."""
+    url = settings.server_url
+    if url in _reported:
+        return _reported[url]
+    facts: dict[str, Any] = {"vllm_version": "unknown", "served_max_model_len": None, "served_root": None}
+    headers = {"Authorization": f"Bearer {settings.api_key.get_secret_value() or 'none'}"}
+    try:
+        async with httpx.AsyncClient(timeout=3, headers=headers) as http:
+            facts["vllm_version"] = (await http.get(f"{url}/version")).json().get("version", "unknown")
+            models = (await http.get(f"{url}/v1/models")).json().get("data") or []
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return facts
+    served = next((m for m in models if m.get("id") == settings.resolved_served_name), models[0] if models else {})
+    facts["served_max_model_len"] = served.get("max_model_len")
+    facts["served_root"] = served.get("root")
+    _reported[url] = facts
+    return facts
