@@ -1,0 +1,111 @@
+// The page's own behaviour, loaded by Chainlit as custom_js (configured in backend/page/booth.py):
+//  * the live strip: engine numbers the server pushes to every page about every 2 s;
+//  * booth mode (data-kiosk="true"): return to a fresh chat after data-idle-seconds without typing,
+//    touching or streaming; with data-attract="true", ask a starter by itself while idle, let the
+//    answer stream, then reset; any touch or key stops that at once.
+// It drives the page only through what a visitor could press (#new-chat-button, the starters,
+// #stop-button), so Chainlit stays in charge of sessions and every chat is stored as usual.
+(function () {
+  "use strict";
+  const options = (document.currentScript && document.currentScript.dataset) || {};
+  const kiosk = options.kiosk === "true";
+  const idleMs = 1000 * Number(options.idleSeconds || 90);
+  const attract = options.attract === "true";
+  const lingerMs = 1000 * Number(options.lingerSeconds || 12);
+
+  // --- the live strip ---
+  const strip = document.createElement("div");
+  strip.id = "rchat-live-strip";
+  strip.hidden = true;
+  strip.setAttribute("aria-live", "off");
+  strip.innerHTML =
+    '<span class="rchat-dot"></span><span id="rchat-live-model"></span>' +
+    '<span><b id="rchat-live-running">0</b> running</span>' +
+    '<span><b id="rchat-live-waiting">0</b> waiting</span>' +
+    '<span><b id="rchat-live-tps">0</b> tok/s</span>' +
+    '<span>KV cache <b id="rchat-live-kv">0</b>%</span>';
+
+  function showStrip(data) {
+    if (!strip.isConnected && document.body) document.body.appendChild(strip);
+    strip.hidden = !data;  // no data: the server has no /metrics (or it is down)
+    if (!data) return;
+    const set = (id, value) => { strip.querySelector("#" + id).textContent = value; };
+    set("rchat-live-model", data.model);
+    set("rchat-live-running", String(data.running));
+    set("rchat-live-waiting", String(data.waiting));
+    set("rchat-live-tps", data.tokens_per_second == null ? "–" : data.tokens_per_second.toFixed(1));
+    set("rchat-live-kv", data.kv_cache_percent == null ? "–" : data.kv_cache_percent.toFixed(1));
+    strip.classList.toggle("rchat-busy", data.running > 0);
+  }
+
+  // Chainlit hands the server's window_message to window.parent.postMessage, which is this window
+  // when the page is not framed. It also forwards every window message back to the server, so ours
+  // stop here: this listener is added before Chainlit's (which waits for React to mount).
+  window.addEventListener("message", (event) => {
+    const data = event.data;
+    if (!data || data.kind !== "rchat-live") return;
+    event.stopImmediatePropagation();
+    showStrip(data.strip);
+  });
+
+  if (!kiosk) return;
+
+  // --- booth mode ---
+  document.documentElement.classList.add("rchat-kiosk");
+  let lastActive = Date.now();
+  let demo = null;  // the attract answer in progress: {asked: time, streamed: bool, quietSince: time}
+  let nextStarter = 0;
+
+  const $ = (selector) => document.querySelector(selector);
+  const streaming = () => !!$("#stop-button");
+  const hasChat = () => !!$('[data-step-type="user_message"]');
+  const starterButtons = () => Array.from(document.querySelectorAll("#starters button:not([disabled])"));
+
+  function resetChat() {
+    const button = $("#new-chat-button");
+    if (button) button.click();
+    lastActive = Date.now();
+  }
+
+  function startDemo() {
+    const buttons = starterButtons();
+    if (!buttons.length) return;
+    const button = buttons[nextStarter % buttons.length];
+    nextStarter += 1;
+    demo = { asked: Date.now(), streamed: false, quietSince: Date.now() };
+    button.click();
+  }
+
+  function visitorActed() {
+    lastActive = Date.now();
+    if (!demo) return;
+    demo = null;  // the visitor takes over: stop the demo answer and give them a fresh chat
+    if (streaming()) $("#stop-button").click();
+    resetChat();
+  }
+
+  // Capture phase, so the page's own handlers can't hide a touch or key from us.
+  for (const type of ["pointerdown", "touchstart", "keydown", "wheel"]) {
+    window.addEventListener(type, (event) => { if (event.isTrusted) visitorActed(); }, { capture: true, passive: true });
+  }
+
+  function tickDemo(now) {
+    if (streaming()) {
+      demo.streamed = true;
+      demo.quietSince = now;
+    } else if ((demo.streamed || now - demo.asked > 30000) && now - demo.quietSince > lingerMs) {
+      demo = null;  // the answer has been up long enough (or never came): back to the starters
+      resetChat();
+    }
+  }
+
+  function tick() {
+    const now = Date.now();
+    if (demo) return tickDemo(now);
+    if (streaming()) { lastActive = now; return; }  // idle counts from the end of the answer
+    if (now - lastActive < idleMs) return;
+    if (hasChat()) resetChat();
+    else if (attract) startDemo();
+  }
+  window.setInterval(tick, 500);
+})();
