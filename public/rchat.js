@@ -59,11 +59,26 @@
   const $ = (selector) => document.querySelector(selector);
   const streaming = () => !!$("#stop-button");
   const hasChat = () => !!$('[data-step-type="user_message"]');
+  let awaitingSince = null;
+  // A question just sent whose answer has not started (Chainlit shows Stop only once the task runs):
+  // busy too, so a slow start is never reset away; capped, so a lost answer can't hold the booth.
+  function awaitingAnswer(now) {
+    const steps = document.querySelectorAll('[data-step-type="user_message"], [data-step-type="assistant_message"]');
+    const waiting = steps.length > 0 && steps[steps.length - 1].dataset.stepType === "user_message";
+    awaitingSince = waiting ? (awaitingSince || now) : null;
+    return waiting && now - awaitingSince < Math.max(idleMs, 120000);
+  }
   const starterButtons = () => Array.from(document.querySelectorAll("#starters button:not([disabled])"));
 
-  function resetChat() {
+  function resetChat({ clearInput = false } = {}) {
     const button = $("#new-chat-button");
     if (button) button.click();
+    const input = $("#chat-input");
+    if (clearInput && input && input.value) {
+      // Not the next visitor's words: empty the box through React's own setter, so its state agrees.
+      Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, "value").set.call(input, "");
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+    }
     lastActive = Date.now();
   }
 
@@ -85,7 +100,7 @@
   }
 
   // Capture phase, so the page's own handlers can't hide a touch or key from us.
-  for (const type of ["pointerdown", "touchstart", "keydown", "wheel"]) {
+  for (const type of ["pointerdown", "touchstart", "keydown", "input", "wheel"]) {
     window.addEventListener(type, (event) => { if (event.isTrusted) visitorActed(); }, { capture: true, passive: true });
   }
 
@@ -95,16 +110,16 @@
       demo.quietSince = now;
     } else if ((demo.streamed || now - demo.asked > 30000) && now - demo.quietSince > lingerMs) {
       demo = null;  // the answer has been up long enough (or never came): back to the starters
-      resetChat();
+      resetChat({ clearInput: true });
     }
   }
 
   function tick() {
     const now = Date.now();
     if (demo) return tickDemo(now);
-    if (streaming()) { lastActive = now; return; }  // idle counts from the end of the answer
+    if (streaming() || awaitingAnswer(now)) { lastActive = now; return; }  // idle counts from the answer's end
     if (now - lastActive < idleMs) return;
-    if (hasChat()) resetChat();
+    if (hasChat() || ($("#chat-input") || {}).value) resetChat({ clearInput: true });
     else if (attract) startDemo();
   }
   window.setInterval(tick, 500);

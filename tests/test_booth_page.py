@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from urllib.parse import urlparse
 
 import pytest
 
@@ -20,8 +21,8 @@ LONG_QUESTION = "Write a long story about a dragon who learns to count. Use at l
 
 def booth_env(server: VLLMServer, **extra: str) -> dict[str, str]:
     # A password user is configured on purpose: a booth must still show no login form.
-    return {"RCHAT_VLLM_PORT": str(server.settings.vllm_port), "RCHAT_API_KEY": server.api_key,
-            "RCHAT_DEFAULT_TEMPERATURE": "0", "RCHAT_KIOSK": "true",
+    return {"RCHAT_VLLM_PORT": str(urlparse(server.url).port), "RCHAT_API_KEY": server.api_key,
+            "RCHAT_DEFAULT_TEMPERATURE": "0", "RCHAT_DEFAULT_MAX_TOKENS": "300", "RCHAT_KIOSK": "true",
             "RCHAT_USERS": json.dumps({"alice": hash_password("secret")}), **extra}
 
 
@@ -83,6 +84,7 @@ def test_booth_page_is_bare_large_and_resets_itself_when_idle(booth_app) -> None
         # ... and without it the page returns to a fresh chat with the starters.
         wait_for(lambda: not user_messages(page) and page.locator("#starters").is_visible(), timeout=20)
         assert LONG_QUESTION not in page.inner_text("body")
+        assert page.input_value("#chat-input") == ""  # the half-typed "aaaa..." went too
     assert (LOCAL_USER, LONG_QUESTION) in stored_questions(log_dir)  # the visitor's chat is kept, as the local user
 
 
@@ -94,6 +96,7 @@ def test_the_strip_moves_while_an_answer_streams(booth_app, vllm_server: VLLMSer
         assert idle["running"] == 0
         send(page, LONG_QUESTION)
         busy = wait_for(lambda: (n := strip_numbers(page)) and n["running"] >= 1 and n["tps"] > 0 and n, timeout=60)
+        page.screenshot(path=str(shot("booth-streaming")))  # the README's picture (docs/img/booth.png)
         assert busy["kv"] > 0  # the answer holds KV-cache blocks while it runs
         assert running_requests(vllm_server) >= 1  # the strip agrees with the server
         wait_for(lambda: finished(page), timeout=240)
