@@ -53,7 +53,7 @@
   // --- booth mode ---
   document.documentElement.classList.add("rchat-kiosk");
   let lastActive = Date.now();
-  let demo = null;  // the attract answer in progress: {asked: time, streamed: bool, quietSince: time}
+  let demo = null;  // the attract answer in progress: {quietSince: when it last streamed or waited}
   let nextStarter = 0;
 
   const $ = (selector) => document.querySelector(selector);
@@ -87,7 +87,7 @@
     if (!buttons.length) return;
     const button = buttons[nextStarter % buttons.length];
     nextStarter += 1;
-    demo = { asked: Date.now(), streamed: false, quietSince: Date.now() };
+    demo = { quietSince: Date.now() };
     button.click();
   }
 
@@ -105,11 +105,10 @@
   }
 
   function tickDemo(now) {
-    if (streaming()) {
-      demo.streamed = true;
+    if (streaming() || awaitingAnswer(now)) {
       demo.quietSince = now;
-    } else if ((demo.streamed || now - demo.asked > 30000) && now - demo.quietSince > lingerMs) {
-      demo = null;  // the answer has been up long enough (or never came): back to the starters
+    } else if (now - demo.quietSince > lingerMs) {
+      demo = null;  // the answer has been up long enough: back to the starters
       resetChat({ clearInput: true });
     }
   }

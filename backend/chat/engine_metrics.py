@@ -99,12 +99,14 @@ class MetricsPoller:
         self.rate = TokenRate(window)
         self.last: EngineSnapshot | None = None
         key = settings.api_key.get_secret_value()
-        self.http = httpx.AsyncClient(timeout=2.0, headers={"Authorization": f"Bearer {key}"} if key else {})
+        self.http = httpx.AsyncClient(timeout=5.0, headers={"Authorization": f"Bearer {key}"} if key else {})
 
     async def read(self) -> tuple[EngineSnapshot | None, float]:
         """One reading and how long to wait before the next."""
         try:
             response = await self.http.get(f"{self.settings.server_url}/metrics")
+        except httpx.TimeoutException:
+            return self.last, self.every  # a busy server answers late: keep the last numbers up, not a blink
         except httpx.HTTPError:
             return None, self.every  # down or restarting: the page's own notices say so; keep trying
         counts = parse_metrics(response.text) if response.status_code == 200 else None
