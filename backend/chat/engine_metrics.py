@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from backend.settings import Settings
 
@@ -54,15 +54,26 @@ class EngineCounts:
     kv_cache: float | None
 
 
+# One sample line of the Prometheus text format: `name{label="value",...} value [timestamp]`. Only
+# four plain series are read, so a regex does it (prometheus_client would be a package for 15 lines).
+SAMPLE_LINE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)")
+MODEL_LABEL = re.compile(r'model_name="((?:[^"\\]|\\.)*)"')
+
+
 def parse_metrics(text: str) -> EngineCounts | None:
     """The four series we show, from Prometheus text; None when none of them is there."""
     values: dict[str, list[float]] = {name: [] for name in WANTED}
     model = None
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name in values:
-                values[sample.name].append(sample.value)
-                model = model or sample.labels.get("model_name")
+    for line in text.splitlines():
+        match = SAMPLE_LINE.match(line)
+        if not match or match["name"] not in values:
+            continue
+        try:
+            values[match["name"]].append(float(match["value"]))
+        except ValueError:
+            continue
+        label = MODEL_LABEL.search(match["labels"] or "")
+        model = model or (label[1] if label else None)
     if not any(values.values()):
         return None
     kv = values[KV_CACHE]
