@@ -18,7 +18,7 @@ def browser_page(url: str, *, screenshot: Path | None = None, wait_s: float = 30
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(url)
+        page.goto(url, timeout=wait_s * 1000)
         page.wait_for_selector("#chat-input", timeout=wait_s * 1000)
         page.wait_for_selector("#starters", timeout=wait_s * 1000)  # starters arrive once the socket is up
         try:

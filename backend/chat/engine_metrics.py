@@ -21,6 +21,16 @@ from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 
+
+class _WithoutMetricsPolls(logging.Filter):
+    """httpx logs every request at INFO: a /metrics read every 2 s would bury the page's log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "/metrics" not in record.getMessage()
+
+
+logging.getLogger("httpx").addFilter(_WithoutMetricsPolls())
+
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
 GENERATED = "vllm:generation_tokens_total"
