@@ -113,13 +113,18 @@
     }
   }
 
+  let startersSince = null;
   function tick() {
     const now = Date.now();
+    // A demo waits until the starters (sent once the socket is up) have been on screen a whole idle
+    // time, so it never races the page's own start-up or the login round trip.
+    startersSince = starterButtons().length ? (startersSince || now) : null;
+    if (location.pathname.endsWith("/login")) { lastActive = now; return; }
     if (demo) return tickDemo(now);
     if (streaming() || awaitingAnswer(now)) { lastActive = now; return; }  // idle counts from the answer's end
     if (now - lastActive < idleMs) return;
     if (hasChat() || ($("#chat-input") || {}).value) resetChat({ clearInput: true });
-    else if (attract) startDemo();
+    else if (attract && startersSince && now - startersSince >= idleMs) startDemo();
   }
   window.setInterval(tick, 500);
 })();
