@@ -12,7 +12,9 @@ from backend.chat.health import describe_down, is_healthy
 from backend.chat.input_check import input_problem
 from backend.chat.sampling import apply_update, default_sampling, max_tokens_limit
 from backend.page.actions import answer_actions, send_export
+from backend.page import live_strip
 from backend.page.answer_flow import answer
+from backend.page.booth import dress_page, shows_settings_panel, uses_password_login
 from backend.page.notices import guarded, notice
 from backend.page.replay_view import send_replay
 from backend.page.settings_panel import settings_widgets
@@ -26,6 +28,7 @@ qa = set_up(settings)
 client = make_client(settings, api_key=settings.api_key.get_secret_value())
 _ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
 config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
+dress_page(config.ui, settings)  # the live strip on every page; booth mode (RCHAT_KIOSK)
 # socket.io drops the connection on a message over 1 MB (its default); take up to 8 MB so that a huge
 # paste reaches on_message and gets a clear "too long" answer instead of a dead page.
 sio.eio.max_http_buffer_size = 8_000_000
@@ -36,14 +39,24 @@ if qa.store is not None:
     def history_store():
         return qa.store
 
-if qa.passwords:
+if uses_password_login(settings, has_users=qa.passwords):
     @cl.password_auth_callback
     async def password_login(name: str, password: str) -> cl.User | None:
         return cl.User(identifier=name) if await check_password(qa.users, name, password) else None
 else:
     @cl.header_auth_callback
     async def local_login(_headers) -> cl.User:
-        return cl.User(identifier=LOCAL_USER)  # no users configured: the single local user, no form
+        return cl.User(identifier=LOCAL_USER)  # no users, or a booth: the single local user, no form
+
+
+@cl.on_app_startup
+async def app_startup() -> None:
+    live_strip.start(settings)  # one /metrics poller for every page this process serves
+
+
+@cl.on_app_shutdown
+async def app_shutdown() -> None:
+    await live_strip.stop()
 
 
 @cl.set_chat_profiles
@@ -69,7 +82,8 @@ def init_session(conversation: Conversation | None = None) -> None:
 
 
 async def open_chat() -> None:
-    await cl.ChatSettings(settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
+    if shows_settings_panel(settings):
+        await cl.ChatSettings(settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
     if qa.history_off_reason:
         await notice(qa.history_off_reason)
     if not await is_healthy(settings):

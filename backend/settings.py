@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     users_file: Path | None = Field(None, description="Users file written by `python -m backend user add`; empty = <data_dir>/users.json.")
     auth_secret: SecretStr = Field(SecretStr(""), description="Signs login cookies; empty = generated once, kept in <data_dir>/auth-secret.")
     persist_interval: float = Field(2.0, gt=0, le=60, description="Seconds between saves of an answer while it streams.")
+    # --- booth mode (a kiosk screen at a demo booth) ---
+    kiosk: bool = Field(False, description="Booth screen: no sidebar, login or settings panel, large text, resets itself when idle.")
+    kiosk_idle_seconds: float = Field(90.0, ge=1, le=3600, description="Booth mode: seconds without typing or streaming before the page returns to a fresh chat.")
+    kiosk_attract: bool = Field(False, description="Booth mode: while idle, ask a starter question by itself now and then (a touch stops it).")
 
     @field_validator("quantization", mode="before")
     @classmethod

@@ -9,7 +9,8 @@ from backend.settings import PROJECT_ROOT, Settings  # noqa: E402
 SECTIONS = {"model": "The model", "base_url": "Where vLLM runs",
             "gpu_memory_utilization": "vLLM tuning (empty = vLLM's or the machine's default)",
             "ui_host": "The chat page", "connect_timeout": "The client",
-            "default_system_prompt": "Defaults of the per-chat settings panel"}
+            "default_system_prompt": "Defaults of the per-chat settings panel",
+            "kiosk": "Booth mode (a kiosk screen at a demo booth)"}
 
 
 def main() -> None:
@@ -22,6 +23,8 @@ def main() -> None:
         default = default.get_secret_value() if hasattr(default, "get_secret_value") else default
         if name == "log_dir":
             default = ".cache/logs"
+        if name == "data_dir":  # the project's own path, not this checkout's absolute one
+            default = "data"
         text = "" if default is None else str(default).lower() if isinstance(default, bool) else str(default)
         out += [f"# {field.description}", f"RCHAT_{name.upper()}={text}"]
     (PROJECT_ROOT / ".env.example").write_text("\n".join(out) + "\n")

@@ -11,16 +11,16 @@ from backend.bench.ui_process import chainlit_app  # noqa: F401 - re-exported fo
 
 
 @contextmanager
-def browser_page(url: str, *, screenshot: Path | None = None):
+def browser_page(url: str, *, screenshot: Path | None = None, wait_s: float = 30):
     """A real Chromium page opened on url (Debian's chromium; Playwright downloads nothing)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(url)
-        page.wait_for_selector("#chat-input", timeout=30_000)
-        page.wait_for_selector("#starters", timeout=30_000)  # starters arrive once the socket is up
+        page.goto(url, timeout=wait_s * 1000)
+        page.wait_for_selector("#chat-input", timeout=wait_s * 1000)
+        page.wait_for_selector("#starters", timeout=wait_s * 1000)  # starters arrive once the socket is up
         try:
             yield page
         finally:

@@ -1,0 +1,39 @@
+"""The live strip's server side: one metrics poller per page process, pushed to every open page.
+
+The push rides Chainlit's own socket as a `window_message`, which the browser turns into a window
+`message` event; public/rchat.js catches it (and keeps Chainlit from echoing it back) and draws the
+strip. A snapshot of None hides the strip (a server without /metrics).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from chainlit.server import sio
+
+from backend.chat.engine_metrics import EngineSnapshot, MetricsPoller
+from backend.settings import Settings
+
+MESSAGE_KIND = "rchat-live"  # what public/rchat.js looks for in a window message
+
+_task: asyncio.Task | None = None
+
+
+async def broadcast(snapshot: EngineSnapshot | None) -> None:
+    """One emit to every connected page (socket.io broadcasts when no room is given)."""
+    await sio.emit("window_message", {"kind": MESSAGE_KIND, "strip": snapshot.as_dict() if snapshot else None})
+
+
+def start(settings: Settings) -> None:
+    """Start the process's one poller (called from Chainlit's app start-up; a second call does nothing)."""
+    global _task
+    if _task is None or _task.done():
+        _task = asyncio.create_task(MetricsPoller(settings, publish=broadcast).run(), name="live-strip")
+
+
+async def stop() -> None:
+    global _task
+    if _task is not None:
+        _task.cancel()
+        await asyncio.gather(_task, return_exceptions=True)
+        _task = None
