@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import httpx
 
-from backend.server import processes
+from backend.server import processes, self_test
 from backend.errors import ChatAppError, PortBusy
 from backend.qa.setup import preflight
 from backend.settings import PROJECT_ROOT, Settings
@@ -65,12 +65,14 @@ class Launcher:
         self.watchdog = self._start_watchdog()
         self.crashes: list[float] = []
         self.gave_up = False  # too many crashes: no more restarts; the page says why
+        self.warning = ""  # from the start-up self-test: shown on the page while the server runs
         self.state: BackendStatus = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
 
     # --- status published for the UI ---
     def _publish(self, state: str, phase: str = "", message: str = "") -> None:
         since = self.state.since if state == self.state.state else time.time()
-        self.state = BackendStatus(state=state, phase=phase, message=message, since=since, pid=os.getpid())
+        self.state = BackendStatus(state=state, phase=phase, message=message, since=since, pid=os.getpid(),
+                                   warning=self.warning)
         write_status(self.settings.status_file, self.state)
 
     def _publish_starting(self, phase: str) -> None:
@@ -130,12 +132,21 @@ class Launcher:
         else:
             say(f"starting vLLM on {s.server_url} ({self.server.launch.device}), model {s.resolved_model}")
             say(f"vLLM log: {self.server.log_path}")
+            say(f"dtype {self.server.launch.dtype or 'auto'}: {self.server.launch.why}")
         self.server.start()
         if self.server.proc is not None:
             self._tell_watchdog(f"+{self.server.proc.pid}")
         took = self.server.wait_healthy()
-        self._publish("external" if s.external else "ready", "ready")
         say(f"vLLM healthy after {took:.1f} s")
+        self.warning = self_test.confirm(self.server, say=say, on_relaunch=self._follow_relaunch)
+        self._publish("external" if s.external else "ready", "ready")
+
+    def _follow_relaunch(self, old_pid: int | None, new_pid: int | None) -> None:
+        """The self-test relaunched vLLM (in float32): the watchdog must guard the new group."""
+        if old_pid:
+            self._tell_watchdog(f"-{old_pid}")
+        if new_pid:
+            self._tell_watchdog(f"+{new_pid}")
 
     def _ui_env(self) -> dict[str, str]:
         return {**os.environ, "RCHAT_API_KEY": self.server.api_key, "PYTHONUNBUFFERED": "1"}

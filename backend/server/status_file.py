@@ -19,6 +19,7 @@ class BackendStatus:
     message: str = ""
     since: float = 0.0  # epoch seconds of the last change of state
     pid: int = 0  # the launcher's pid
+    warning: str = ""  # e.g. the start-up self-test fell back to float32: the page shows it while ready
 
     def describe(self) -> str:
         """A sentence for the chat page."""
