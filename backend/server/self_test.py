@@ -18,9 +18,11 @@ import httpx
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import build_launch
 
-PROMPT = ("My grandmother, who has travelled through most of Europe by train and still remembers every "
-          "station, asked me a simple question this morning that I want to answer correctly: "
-          "what is the capital city of France?")
+# 56 tokens with the embedded model's chat template (its system prompt included). Checked in float32
+# with transformers: "The capital of France is Paris." A wordier variant (a grandmother's train
+# travels, 70 tokens) confused the 135M model into French word salad even in float32: keep it plain.
+PROMPT = ("I am writing a short geography quiz for my class and need the right answer to this question: "
+          "what is the capital of France?")
 EXPECTED = "paris"
 MIN_PROMPT_TOKENS = 33  # the fault showed above 32 prompt tokens; a shorter test would prove nothing
 ANSWER_TIMEOUT = 180.0  # a loaded 2-core machine can take a minute for the first answer
