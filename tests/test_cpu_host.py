@@ -26,47 +26,46 @@ def host(name: str) -> tuple[frozenset[str], str]:
 def test_dtype_follows_the_cpu_flags(name: str, dtype: str, why: str) -> None:
     flags, model = host(name)
     assert model != "unknown CPU" and "avx2" in flags
-    choice = cpu_host.choose(flags, cpus=[0, 1], preloads=[])
+    choice = cpu_host.choose(flags, preloads=[])
     assert choice.dtype == dtype
     assert why in choice.reason
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in choice.env  # vLLM's own thread layout by default
 
 
-def test_two_cpus_compute_on_both_one_cpu_is_left_alone() -> None:
-    flags, _ = host("amd_epyc_avx512_bf16.txt")
-    both = cpu_host.choose(flags, cpus=[0, 1], preloads=[]).env
-    assert both == {"VLLM_CPU_OMP_THREADS_BIND": "0,1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
-    assert cpu_host.choose(flags, cpus=[3], preloads=[]).env == {}
+def test_binding_every_cpu_for_the_bench_variant() -> None:
+    assert cpu_host.thread_env([1, 0]) == {"VLLM_CPU_OMP_THREADS_BIND": "0,1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+    assert cpu_host.thread_env([3]) == {}
 
 
-def test_preloads_that_exist_go_into_ld_preload(tmp_path: Path) -> None:
+def test_intel_openmp_is_preloaded_only_when_asked(tmp_path: Path) -> None:
     venv_python = tmp_path / "venv" / "bin" / "python"
     (tmp_path / "venv" / "lib").mkdir(parents=True)
-    assert all(p.name != "libiomp5.so" for p in cpu_host.find_preloads(str(venv_python)))
     (tmp_path / "venv" / "lib" / "libiomp5.so").write_bytes(b"")
-    found = cpu_host.find_preloads(str(venv_python))
+    assert all(p.name != "libiomp5.so" for p in cpu_host.find_preloads(str(venv_python)))
+    found = cpu_host.find_preloads(str(venv_python), intel_openmp=True)
     assert found[-1] == tmp_path / "venv" / "lib" / "libiomp5.so"
-    env = cpu_host.choose(frozenset(), cpus=[0], preloads=found).env
+    env = cpu_host.choose(frozenset(), preloads=found).env
     assert env["LD_PRELOAD"].split(":")[-1].endswith("libiomp5.so")
 
 
 def test_no_flags_line_means_the_safe_default() -> None:
     assert cpu_host.parse_flags("processor : 0\n") == frozenset()
-    assert cpu_host.choose(frozenset(), cpus=[0], preloads=[]).dtype == "float32"
+    assert cpu_host.choose(frozenset(), preloads=[]).dtype == "float32"
 
 
 def test_the_host_choice_reaches_the_vllm_command(tmp_path: Path) -> None:
     flags, _ = host("amd_epyc_avx512_bf16.txt")
-    choice = cpu_host.choose(flags, cpus=[0, 1], preloads=[])
+    choice = cpu_host.choose(flags, preloads=[cpu_host.TCMALLOC])
     s = make_settings(tmp_path)
     argv = build_argv(s, device="cpu", host=choice)
     assert argv[argv.index("--dtype") + 1] == "bfloat16"
-    assert build_env(s, api_key="k", host=choice)["VLLM_CPU_OMP_THREADS_BIND"] == "0,1"
+    assert build_env(s, api_key="k", host=choice)["LD_PRELOAD"] == str(cpu_host.TCMALLOC)
     assert "--dtype" not in build_argv(s, device="cuda", host=None)
 
 
 def test_an_explicit_dtype_wins_but_is_warned_about(tmp_path: Path) -> None:
     flags, _ = host("intel_xeon_amx.txt")
-    choice = cpu_host.choose(flags, cpus=[0, 1], preloads=[])
+    choice = cpu_host.choose(flags, preloads=[])
     s = make_settings(tmp_path, dtype="bfloat16")
     argv = build_argv(s, device="cpu", host=choice)
     assert argv[argv.index("--dtype") + 1] == "bfloat16"

@@ -46,11 +46,12 @@ def _spec(settings: Settings, dtype: str, env: dict[str, str]) -> LaunchSpec:
 
 def _host_parts(settings: Settings) -> tuple[dict[str, str], dict[str, str]]:
     _flags, _model, cpus = cpu_host.read_host()
-    return cpu_host.thread_env(cpus), cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))
+    return cpu_host.thread_env(cpus), cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings), intel_openmp=True))
 
 
 def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
-    """Named launches: `today` is main before host detection (float32, one core reserved, no preloads)."""
+    """Named launches: `today` is main before host detection (float32, one core reserved, no preloads);
+    `bind` computes on every core, `preload` adds tcmalloc and Intel OpenMP, `bf16`/`fp16` both."""
     bind, preload = _host_parts(settings)
     return {
         "today": lambda: _spec(settings, "float32", {}),

