@@ -8,7 +8,7 @@ from chainlit.server import sio
 
 from backend.chat.client import make_client
 from backend.chat.conversation import Conversation, clean_user_text
-from backend.chat.health import describe_down, is_healthy
+from backend.chat.health import describe_down, is_healthy, server_warning
 from backend.chat.input_check import input_problem
 from backend.chat.sampling import apply_update, default_sampling, max_tokens_limit
 from backend.page.actions import answer_actions, send_export
@@ -88,6 +88,8 @@ async def open_chat() -> None:
         await notice(qa.history_off_reason)
     if not await is_healthy(settings):
         await notice(describe_down(settings))
+    elif warning := server_warning(settings):
+        await notice(warning)
 
 
 @cl.on_chat_start

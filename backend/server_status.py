@@ -20,6 +20,7 @@ class BackendStatus:
     since: float = 0.0  # epoch seconds of the last change of state
     pid: int = 0  # the launcher's pid
     engine: dict[str, Any] = field(default_factory=dict)  # what was launched: backend/server/engine_facts.py
+    warning: str = ""  # e.g. the start-up self-test fell back to float32: the page shows it while ready
 
     def describe(self) -> str:
         """A sentence for the chat page."""

