@@ -7,6 +7,7 @@ or inline `<think>` tags), answer text, and at the end the finish reason and tok
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -88,18 +89,19 @@ async def _chunks(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
     openai builds a typed object per chunk, which took a quarter of the page process's time under
     64 streaming sessions (docs/benchmark.md); a chunk is small JSON, and we read four fields of it.
     """
-    async for line in response.aiter_lines():
-        if not line.startswith("data:"):
-            continue  # blank separators, comments, `event:` lines
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        chunk = json.loads(data)
-        if isinstance(chunk, dict) and chunk.get("error"):  # vLLM reports a failure mid-stream this way
-            error = chunk["error"]
-            message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
-            raise openai.APIError(message, request=response.request, body=error)
-        yield chunk
+    async with contextlib.aclosing(response.aiter_lines()) as lines:  # closed here, not by the GC
+        async for line in lines:
+            if not line.startswith("data:"):
+                continue  # blank separators, comments, `event:` lines
+            data = line[5:].strip()
+            if data == "[DONE]":
+                continue  # read on to the end of the body, so httpx's own generators finish here too
+            chunk = json.loads(data)
+            if isinstance(chunk, dict) and chunk.get("error"):  # vLLM reports a failure mid-stream this way
+                error = chunk["error"]
+                message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
+                raise openai.APIError(message, request=response.request, body=error)
+            yield chunk
 
 
 async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: dict[str, Any], *,
@@ -112,7 +114,7 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
     except Exception as exc:  # noqa: BLE001 - every failure becomes one of ours
         raise translate(exc, settings) from exc
     try:
-        chunks = aiter(_chunks(stream))
+        chunks = _chunks(stream)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + settings.request_timeout
         wait = settings.first_token_timeout  # then idle_timeout between chunks
@@ -133,6 +135,8 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
     except (openai.OpenAIError, httpx.HTTPError, asyncio.TimeoutError, ValueError) as exc:
         raise translate(exc, settings) from exc
     finally:
+        with contextlib.suppress(RuntimeError):  # closed here, in this task: left to the garbage
+            await chunks.aclose()  # collector it would close in another and warn
         await stream.aclose()  # closing the HTTP response is what makes vLLM abort the request
 
 
