@@ -186,7 +186,7 @@ def test_the_export_shows_the_outcome_the_value_read_and_the_expected_answer() -
     verdict = asdict(check(BIGGER, "9.8 - 9.11 = 1.11. In this case, the answer is 1.11."))
     record = {"thread_id": "t", "thread_name": "QA", "user": "local", "answer_id": "a", "question_id": "bigger-decimal",
               "question": BIGGER, "sample": 1, "outcome": "complete", "reasoning": "", "answer": "…",
-              "shown": "…", "verdict": verdict, "feedback": None, "stamp": {}}
+              "shown": "…", "verdict": verdict, "human_verdict": None, "agreement": None, "stamp": {}}
     assert "- answer key: incorrect — final answer read as 1.11; expected 9.8" in to_markdown([record])
     exported = json.loads(to_jsonl([record]))["verdict"]
     assert (exported["outcome"], exported["read"], exported["expected"]) == ("incorrect", "1.11", "9.8")
