@@ -27,9 +27,6 @@ step() {
 
 uv=$(scripts/uv.sh --path) || { say "step 'uv' failed: python3 -m pip could not install uv (see above)"; exit 1; }
 export UV_CACHE_DIR="${UV_CACHE_DIR:-$HOME/.cache/uv}"
-# Compile .pyc at install time: otherwise the first start compiles sympy & co. on import, which on a
-# loaded 2-core machine took longer than the page's start-up timeout.
-export UV_COMPILE_BYTECODE=1
 # uv does not read pip's configuration: pass on where this machine keeps its own wheels and index.
 pip_conf() { python3 -m pip config get "global.$1" 2>/dev/null || true; }
 export UV_FIND_LINKS="${UV_FIND_LINKS:-${PIP_FIND_LINKS:-$(pip_conf find-links)}}"
@@ -46,7 +43,9 @@ if ! stamp_ok ui || ! stamp_ok "$lock"; then
     say "installing the UI environment .venv from locks/$lock.txt"
     [[ -x .venv/bin/python ]] || step ui-venv "$uv" venv --quiet --python python3 .venv
     rm -f .venv/.installed-*
-    step ui-install "$uv" pip sync --python .venv/bin/python "locks/$lock.txt"
+    # --compile-bytecode: otherwise the page's first start compiles sympy & co. on import, which on a
+    # loaded 2-core machine took longer than the page's start-up timeout.
+    step ui-install "$uv" pip sync --compile-bytecode --python .venv/bin/python "locks/$lock.txt"
     for f in ui "$lock"; do sha256sum < "locks/$f.txt" > ".venv/.installed-$f"; done
     say "UI environment ready ($((SECONDS - started)) s so far)"
 fi

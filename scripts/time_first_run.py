@@ -64,7 +64,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--caches", default="empty,warm")
     kinds = parser.parse_args().caches.split(",")
-    cache = Path(tempfile.mkdtemp(prefix="rchat-uv-cache-"))  # empty at first; warm for the second run
+    # Empty at first and warm for the second run; for "warm" alone, the machine's own uv cache.
+    cache = Path(tempfile.mkdtemp(prefix="rchat-uv-cache-")) if "empty" in kinds else Path.home() / ".cache" / "uv"
     runs = [first_run(cache, empty=(kind == "empty")) for kind in kinds]
     result = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpu": cpu_model(), "cores": os.cpu_count(),
               "load_before": os.getloadavg()[0], "runs": runs}
