@@ -130,7 +130,7 @@ def test_nothing_is_correct_by_default(text: str) -> None:
     """Text without a digit never grades correct on a number question (it may on a word question)."""
     for question in load_questions():
         if question.kind in ("number", "money", "duration") and not re.search(
-                r"(?i)\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|sixty)", text):
+                r"(?i)\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|sixty|once|twice|thrice)", text):
             assert grade(question, text).outcome != "correct"
 
 

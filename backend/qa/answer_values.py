@@ -18,6 +18,7 @@ WORD_NUMBER = re.compile(r"\b(?:(?:a|one|two|three|four|five|six|seven|eight|nin
                          r"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[ -](?:one|two|three|"
                          r"four|five|six|seven|eight|nine)\b)?|" + "|".join(sorted(UNITS["ones"], key=len, reverse=True))
                          + r")?\b", re.IGNORECASE)
+TIMES_WORDS = ("once", "twice", "thrice")
 # "the bigger one", "each one", "one of them": not the number 1.
 PRONOUN_ONE = re.compile(r"\b(?:the|this|that|which|each|every|any|no|some|another)\s+(?:\w+\s+)?\||\|\s*of\b",
                          re.IGNORECASE)
@@ -95,6 +96,8 @@ def money(text: str) -> list[Value]:
     """Amounts in dollars: $1.05, 1.05 dollars, 5 cents, five cents, 5¢; a bare number counts as dollars."""
     found = []
     for n in numbers(text):
+        if n.text.lower() in TIMES_WORDS:  # "once" is a count of times, never an amount (hypothesis found it)
+            continue
         after, before = text[n.start + len(n.text):][:12].lower(), text[:n.start].rstrip()[-1:]
         cents = re.match(r"\s*(?:cents?\b|¢)", after)
         key = f"({n.key})/100" if cents else n.key
@@ -111,6 +114,8 @@ def durations(text: str, default_unit: str) -> list[Value]:
     """Durations in seconds: 5 minutes, five minutes, 300 seconds, day 47; a bare number is in `default_unit`."""
     found = []
     for n in numbers(text):
+        if n.text.lower() in TIMES_WORDS:  # a count of times, not a length of time
+            continue
         after = re.match(r"\s*(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?)\b",
                          text[n.start + len(n.text):], re.IGNORECASE)
         before = re.search(r"\b(second|minute|hour|day|week)\s*$", text[:n.start], re.IGNORECASE)
