@@ -195,6 +195,17 @@ def cmd_qa(settings: Settings, args: argparse.Namespace) -> int:
         samples=args.samples, questions_file=args.questions, user=args.user or LOCAL_USER, out_dir=args.results,
         parallel=args.parallel, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
         seed=args.seed))
+
+
+def _settings_or_none() -> Settings | None:
+    """The settings, or None after saying in one line what is wrong with them."""
+    try:
+        return load_settings()
+    except SettingsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return None
+
+
 def cmd_replay(argv: list[str]) -> int:
     """Parsed on its own (an answer id is no `action`), so the main parser stays as it is."""
     from backend.qa.replay_report import replay_command
@@ -203,10 +214,8 @@ def cmd_replay(argv: list[str]) -> int:
     parser.add_argument("answer_id", help="the answer's id: `answer_id` in `python -m backend export`")
     parser.add_argument("--json", action="store_true", help="print the whole comparison as JSON")
     args = parser.parse_args(argv)
-    try:
-        settings = load_settings()
-    except SettingsError as err:
-        print(f"error: {err}", file=sys.stderr)
+    settings = _settings_or_none()
+    if settings is None:
         return 2
     return replay_command(settings, args.answer_id, as_json=args.json)
 
@@ -231,10 +240,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="export only answers whose human verdict differs from the answer key's")
     _qa_run_options(parser.add_argument_group("qa run"))
     args = parser.parse_args(argv)
-    try:
-        settings = load_settings()
-    except SettingsError as err:
-        print(f"error: {err}", file=sys.stderr)
+    settings = _settings_or_none()
+    if settings is None:
         return 2
     if args.command == "export":
         return cmd_export(settings, args)
