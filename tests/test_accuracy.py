@@ -59,4 +59,4 @@ def test_a_human_verdict_agrees_or_disagrees_with_the_answer_key() -> None:
     assert agreement({"expected": "9.8", "correct": False}, wrong) == "agree"  # records from before outcomes
     assert agreement(None, right) is None and agreement({"outcome": "correct"}, None) is None
     assert describe_key({"outcome": "incorrect", "read": "1.11", "expected": "9.8"}) == \
-        "answer key: incorrect (final answer read as 1.11; expected 9.8)"
+        "answer key: incorrect — final answer read as 1.11; expected 9.8"

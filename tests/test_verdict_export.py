@@ -53,6 +53,6 @@ def test_human_verdicts_are_exported_beside_the_key_and_disagreements_can_be_lis
     assert [r["sample"] for r in load_records(db, disagreements=True)] == [1, 3]
     assert [r["sample"] for r in load_records(db, human_only=True)] == [1, 2, 3]
     markdown = to_markdown(records)
-    assert "- answer key: correct (final answer read as 9.8; expected 9.8)\n" \
+    assert "- answer key: correct — final answer read as 9.8; expected 9.8\n" \
            "- human verdict: wrong — it never says which is bigger\n" \
            "- **the human verdict and the answer key disagree**" in markdown

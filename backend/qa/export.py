@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from backend.qa.history_db import connect_readonly
-from backend.qa.verdicts import agreement, describe_human, human_verdict
+from backend.qa.verdicts import agreement, describe_human, describe_key, human_verdict
 from backend.records import RECORD_KEY
 
 
@@ -81,7 +81,7 @@ def to_markdown(records: list[dict[str, Any]]) -> str:
         lines += [r["answer"].strip() or "*(no answer text)*", ""]
         facts = [f"outcome: {r['outcome']}"]
         if r["verdict"]:
-            facts.append(key_line(r["verdict"]))
+            facts.append(describe_key(r["verdict"]))
         if r["human_verdict"]:
             facts.append(describe_human(r["human_verdict"]))
         if r["agreement"] == "disagree":
@@ -89,16 +89,6 @@ def to_markdown(records: list[dict[str, Any]]) -> str:
         lines += [f"- {fact}" for fact in facts]
         lines += [f"- stamp: `{json.dumps(stamp, ensure_ascii=False, sort_keys=True)}`", ""]
     return "\n".join(lines)
-
-
-def key_line(verdict: dict[str, Any]) -> str:
-    """The answer key's verdict as the page showed it: outcome, the final answer read, the expected one."""
-    # Records stored before the three outcomes have only "correct" (true / false) and no value read.
-    outcome = verdict.get("outcome") or ("correct" if verdict.get("correct") else "incorrect")
-    read = verdict.get("read")
-    said = (f"final answer read as {read}" if read is not None else
-            "no final answer found" if outcome == "unclear" else "value read not stored")
-    return f"answer key: {outcome} — {said}; expected {verdict.get('expected')}"
 
 
 def render(records: list[dict[str, Any]], fmt: str) -> str:

@@ -40,9 +40,12 @@ def agreement(verdict: dict[str, Any] | None, human: dict[str, str] | None) -> s
 
 
 def describe_key(verdict: dict[str, Any]) -> str:
+    """The answer key's verdict in the page's words: outcome, the final answer read, the expected one."""
+    outcome = key_outcome(verdict)
     read = verdict.get("read")
-    read_part = f"final answer read as {read}; " if read not in (None, "") else ""
-    return f"answer key: {key_outcome(verdict)} ({read_part}expected {verdict.get('expected')})"
+    said = (f"final answer read as {read}" if read not in (None, "") else
+            "no final answer found" if outcome == "unclear" else "value read not stored")
+    return f"answer key: {outcome} — {said}; expected {verdict.get('expected')}"
 
 
 def describe_human(human: dict[str, str]) -> str:
