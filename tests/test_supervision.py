@@ -99,6 +99,8 @@ class FakeService:
                                  after_healthy=after_healthy)
         self.code: int | None = None
         self.seen: set[psutil.Process] = set()
+        # Other tests' session servers (a real vLLM, the fake OpenAI server) are our children too: not ours to judge.
+        self.others = set(psutil.Process().children(recursive=True))
         self.page_down_while_watched = 0
         self._watching = True
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -111,7 +113,7 @@ class FakeService:
     def _watch(self) -> None:
         """Remembers every process the launcher started, and counts moments the page did not answer."""
         while self._watching:
-            self.seen.update(psutil.Process().children(recursive=True))
+            self.seen.update(set(psutil.Process().children(recursive=True)) - self.others)
             if self.launcher.page.state is State.RUNNING and not self.page_answers():
                 self.page_down_while_watched += 1
             time.sleep(0.2)
