@@ -135,9 +135,12 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
     except (openai.OpenAIError, httpx.HTTPError, asyncio.TimeoutError, ValueError) as exc:
         raise translate(exc, settings) from exc
     finally:
+        # Closing the HTTP response is what makes vLLM abort the request, so it goes first: closing
+        # our generator leaves httpx's inner ones to the garbage collector, whose late close marked
+        # the response closed without closing its connection (a Stop then let vLLM run on).
+        await stream.aclose()
         with contextlib.suppress(RuntimeError):  # closed here, in this task: left to the garbage
             await chunks.aclose()  # collector it would close in another and warn
-        await stream.aclose()  # closing the HTTP response is what makes vLLM abort the request
 
 
 def _deltas(chunk: dict[str, Any], parser: ThinkTagParser) -> list[Delta]:
