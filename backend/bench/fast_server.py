@@ -42,6 +42,16 @@ def make_app(*, rate: float, ttft: float, per_chunk: int):
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.routing import Route
 
+    class _Closing(StreamingResponse):
+        """Closes its generator when the response ends: Starlette leaves one that a client's disconnect
+        interrupted (mid-`send`) to the garbage collector, which made the `cancelled` count late by seconds."""
+
+        async def __call__(self, scope, receive, send) -> None:
+            try:
+                await super().__call__(scope, receive, send)
+            finally:
+                await self.body_iterator.aclose()
+
     role = _chunk(content="")
     piece = _chunk(content=WORD * per_chunk)
     counts = {"started": 0, "finished": 0, "cancelled": 0}  # GET /stats: did a Stop reach the server?
@@ -78,7 +88,7 @@ def make_app(*, rate: float, ttft: float, per_chunk: int):
             yield _chunk(usage={"prompt_tokens": 16, "completion_tokens": tokens, "total_tokens": tokens + 16})
             yield b"data: [DONE]\n\n"
 
-        return StreamingResponse(events(), media_type="text/event-stream")
+        return _Closing(events(), media_type="text/event-stream")
 
     async def health(_request: Request):
         return JSONResponse({})
