@@ -15,6 +15,7 @@ from typing import Any
 
 import chainlit as cl
 from chainlit.data import get_data_layer
+from chainlit.utils import utc_now
 
 from backend.chat.answer_stats import AnswerStats
 from backend.page.token_batcher import TokenBatcher
@@ -50,7 +51,9 @@ class AnswerView:
     def _ensure_reply(self) -> cl.Message:
         """The answer message, created when answer text (or the end) arrives: after the thinking step."""
         if self.reply is None:
-            self.reply = cl.Message(content="")
+            # Dated now: Chainlit dates a streamed message only at its final send, so partial saves
+            # stored it undated and exports listed an answer still streaming before the earlier ones.
+            self.reply = cl.Message(content="", created_at=utc_now())
         return self.reply
 
     async def add_reasoning(self, text: str) -> None:
