@@ -33,40 +33,32 @@ def bf16_launch(settings: Settings) -> LaunchSpec:
                       why=BF16_HOST.reason)
 
 
-def test_a_wrong_answer_relaunches_in_float32_and_says_why(tmp_path: Path) -> None:
+def test_a_wrong_answer_in_a_chosen_bf16_switches_to_float32_which_answers_right(tmp_path: Path) -> None:
+    """The launcher's after-healthy hook: a wrong answer in a chosen bf16 switches the launch and says why;
+    started again with that launch (as the launcher's supervision loop does: tests/test_supervision.py),
+    the server answers right."""
     settings = fake_settings(tmp_path)
-    said, followed = [], []
+    said: list[str] = []
     with VLLMServer(settings, api_key="k", launch=bf16_launch(settings)) as server:
-        first_pid = server.proc.pid
-        warning = self_test.confirm(server, say=said.append, on_relaunch=lambda *p: followed.append(p))
-        assert server.launch.dtype == "float32" and "--dtype float32" in " ".join(server.launch.argv)
-        assert server.proc.pid != first_pid and followed == [(first_pid, server.proc.pid)]
-        assert self_test.ask(server.url, "k", settings.resolved_served_name).ok  # it answers right now
+        reason, warning = self_test.after_healthy(server, say=said.append)
+        assert reason and "float32" in reason and server.launch.dtype == "float32"
+        assert "--dtype float32" in " ".join(server.launch.argv)
+        server.stop()
+        server.start()
+        server.wait_healthy()
+        assert self_test.after_healthy(server, say=said.append) == (None, "")
     assert "float32" in warning and "bfloat16" in warning and "Parlement" in warning
-    assert any("restarting vLLM in float32" in line for line in said)
-    assert any("self-test passed" in line for line in said)
+    assert said[-1].startswith("self-test passed in float32")
 
 
 def test_an_explicit_dtype_is_kept_and_warned_about(tmp_path: Path) -> None:
     settings = fake_settings(tmp_path, dtype="bfloat16")
     said: list[str] = []
     with VLLMServer(settings, api_key="k") as server:
-        pid = server.proc.pid
-        warning = self_test.confirm(server, say=said.append, on_relaunch=lambda *p: None)
-        assert server.proc.pid == pid and server.launch.dtype == "bfloat16"
+        reason, warning = self_test.after_healthy(server, say=said.append)
+        assert reason is None and server.launch.dtype == "bfloat16"
     assert "probably wrong" in warning and "RCHAT_DTYPE" in warning
     assert said and said[0].startswith("warning:")
-
-
-def test_the_launchers_check_switches_the_launch_to_float32_and_gives_the_page_a_reason(tmp_path: Path) -> None:
-    """The launcher's after-healthy hook: a wrong answer in a chosen bf16 switches the launch and says why
-    (the launcher's supervision loop then restarts vLLM with it: tests/test_supervision.py)."""
-    settings = fake_settings(tmp_path)
-    said: list[str] = []
-    with VLLMServer(settings, api_key="k", launch=bf16_launch(settings)) as server:
-        reason, warning = self_test.after_healthy(server, say=said.append)
-    assert reason and "float32" in reason and server.launch.dtype == "float32"
-    assert "float32" in warning and "bfloat16" in warning
 
 
 def test_other_models_and_external_servers_are_not_tested(tmp_path: Path) -> None:
@@ -81,5 +73,5 @@ def test_the_real_server_passes_in_the_hosts_dtype(vllm_server: VLLMServer) -> N
     assert verdict.ok, verdict.problem
     assert verdict.prompt_tokens >= self_test.MIN_PROMPT_TOKENS and not verdict.problem
     said: list[str] = []
-    assert self_test.confirm(vllm_server, say=said.append, on_relaunch=lambda *p: None) == ""
+    assert self_test.after_healthy(vllm_server, say=said.append) == (None, "")
     assert said[0].startswith(f"self-test passed in {vllm_server.launch.dtype}")

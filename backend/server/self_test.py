@@ -67,50 +67,6 @@ def applies(server: VLLMServer) -> bool:
     return not s.external and server.launch.device == "cpu" and s.uses_embedded_model
 
 
-def confirm(server: VLLMServer, *, say: Callable[[str], None],
-            on_relaunch: Callable[[int | None, int | None], None]) -> str:
-    """Self-test a healthy server; relaunch it in float32 if a chosen dtype answers wrong.
-
-    Returns a warning for the chat page, '' when the answers are right. on_relaunch(old_pid, new_pid)
-    lets the caller's watchdog follow the new process group."""
-    if not applies(server):
-        return ""
-    dtype = server.launch.dtype or "the model's dtype"
-    verdict = ask(server.url, server.api_key, server.settings.resolved_served_name)
-    if verdict.ok:
-        say(f"self-test passed in {dtype}: {verdict.answer.strip()[:60]!r}" +
-            (f" ({verdict.problem})" if verdict.problem else ""))
-        return ""
-    if server.settings.dtype != "auto" or server.launch.dtype == FALLBACK_DTYPE:
-        warning = (f"The model's answers are probably wrong: the start-up self-test in {dtype} failed "
-                   f"({verdict.problem}).")
-        hint = (" RCHAT_DTYPE is set; unset it to let the app choose, or set RCHAT_DTYPE=float32."
-                if server.settings.dtype not in ("auto", FALLBACK_DTYPE) else "")
-        say(f"warning: {warning}{hint}")
-        return warning + hint
-    say(f"self-test failed in {dtype}: {verdict.problem}; restarting vLLM in {FALLBACK_DTYPE}")
-    return _relaunch_in_float32(server, say=say, on_relaunch=on_relaunch, reason=verdict.problem, was=dtype)
-
-
-def _relaunch_in_float32(server: VLLMServer, *, say: Callable[[str], None],
-                         on_relaunch: Callable[[int | None, int | None], None], reason: str, was: str) -> str:
-    old_pid = server.proc.pid if server.proc else None
-    server.stop()
-    server.settings = server.settings.model_copy(update={"dtype": FALLBACK_DTYPE})
-    server.launch = build_launch(server.settings, api_key=server.api_key)
-    server.start()  # later crash restarts reuse server.launch, so they stay in float32
-    on_relaunch(old_pid, server.proc.pid if server.proc else None)
-    took = server.wait_healthy()
-    verdict = ask(server.url, server.api_key, server.settings.resolved_served_name)
-    note = (f"The model runs in {FALLBACK_DTYPE} (slower) because in {was} it answered a test question "
-            f"wrong at start-up ({reason}).")
-    if not verdict.ok:
-        note += f" In {FALLBACK_DTYPE} the test failed too ({verdict.problem}): its answers may be wrong."
-    say(f"vLLM healthy again in {FALLBACK_DTYPE} after {took:.1f} s; "
-        + (f"self-test passed: {verdict.answer.strip()[:60]!r}" if verdict.ok else f"self-test failed again: {verdict.problem}"))
-    return note
-
-
 def after_healthy(server: VLLMServer, *, say: Callable[[str], None]) -> tuple[str | None, str]:
     """The launcher's after-healthy check: (a reason to start vLLM again, or None; a warning for the page).
 
@@ -128,6 +84,8 @@ def after_healthy(server: VLLMServer, *, say: Callable[[str], None]) -> tuple[st
         return None, ""
     if server.settings.dtype != "auto" or server.launch.dtype == FALLBACK_DTYPE:
         warning = f"The model's answers are probably wrong: the start-up self-test in {dtype} failed ({verdict.problem})."
+        if server.settings.dtype not in ("auto", FALLBACK_DTYPE):
+            warning += " RCHAT_DTYPE is set; unset it to let the app choose, or set RCHAT_DTYPE=float32."
         say(f"warning: {warning}")
         return None, warning
     server.settings = server.settings.model_copy(update={"dtype": FALLBACK_DTYPE})
