@@ -83,7 +83,6 @@ class Settings(BaseSettings):
     request_timeout: float = Field(600.0, gt=0, description="Seconds one whole answer may take.")
     max_retries: int = Field(3, ge=0, le=10, description="Retries of opening a stream (connection errors, 429, 5xx).")
     ui_flush_interval: float = Field(0.05, ge=0, le=1, description="Seconds between UI updates while streaming (tokens are batched).")
-    ui_ws_compression: bool = Field(False, description="Deflate every websocket frame to the browser (costs the page CPU per update; helps only on slow links).")
     # --- defaults of the per-chat settings panel (the model's generation_config.json wins where it has one) ---
     default_system_prompt: str = Field("", description="System prompt of a new chat; empty = the model's own.")
     default_temperature: float = Field(0.3, ge=0, le=2, description="Sampling temperature of a new chat.")

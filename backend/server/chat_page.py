@@ -16,8 +16,8 @@ STOP_GRACE = 10.0
 
 
 def chainlit_argv(host: str, port: int) -> list[str]:
-    # backend/page/serve.py (uvloop, no nest_asyncio) was tried for issue 18 but did not come up
-    # reliably here; the page stays on Chainlit's own runner until that is measured and fixed.
+    # Chainlit's own runner. A runner of ours without nest_asyncio, on uvloop, was tried for issue 18
+    # and did not come up reliably here; it was removed (docs/benchmark.md).
     return [sys.executable, "-m", "chainlit", "run", str(PROJECT_ROOT / "app.py"), "--headless",
             "--host", host, "--port", str(port)]
 
