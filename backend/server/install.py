@@ -17,9 +17,16 @@ import sys
 import time
 from pathlib import Path
 
-from backend.server.embedded_model import DEFAULT_TARGET, GGUF_DIR, PACKAGE, is_ready
-from backend.settings import PROJECT_ROOT, SettingsError, load_settings
+from backend.server.embedded_model import (
+    DEFAULT_TARGET,
+    GGUF_DIR,
+    PACKAGE,
+    is_ready,
+    prepare,
+    user_cache,
+)
 from backend.server.vllm_command import DEFAULT_VLLM_PYTHON, resolve_device, vllm_python
+from backend.settings import PROJECT_ROOT, SettingsError, load_settings
 
 VENV = PROJECT_ROOT / ".venv-vllm"
 UV = PROJECT_ROOT / ".tools" / "bin" / "uv"
@@ -37,7 +44,7 @@ def run_step(name: str, argv: list[str]) -> None:
     LOGS.mkdir(parents=True, exist_ok=True)
     log = LOGS / f"setup-{name}.log"
     with open(log, "w") as out:
-        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT).returncode
+        code = subprocess.run(argv, check=False, stdout=out, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT).returncode
     if code != 0:
         tail = "\n".join("    " + ln for ln in log.read_text(errors="replace").splitlines()[-15:])
         raise SystemExit(f"[setup] step '{name}' failed (exit {code}). Its log: {log}. Last lines:\n{tail}\n"
@@ -71,6 +78,9 @@ def ensure_server_env(device: str) -> None:
 
 def ensure_embedded_model(python: str, target: Path = DEFAULT_TARGET) -> None:
     if is_ready(target):
+        return
+    if is_ready(user_cache()):  # converted before, by another clone on this machine: a copy will do
+        prepare(target)
         return
     say("preparing the embedded model SmolLM2-135M-Instruct (GGUF -> bf16, about 30 s, once)")
     if not any(GGUF_DIR.rglob("*.gguf")):
