@@ -101,7 +101,9 @@ def test_log_in_verdicts_regenerate_export_then_restart_resume_and_change_a_verd
 
         page.get_by_role("button", name="Regenerate").click()
         wait_for(lambda: len(answers(page)) == 2, timeout=180)
-        wait_for(lambda: len(records(qa_env)) == 2)
+        # Its verdict buttons appear once it has finished streaming (its stats line, "finish: ...").
+        wait_for(lambda: page.get_by_text("finish:").count() == 2, timeout=180)
+        wait_for(lambda: [r["outcome"] for r in records(qa_env)] == ["complete", "complete"])
         assert [r["sample"] for r in records(qa_env)] == [1, 2]  # the first sample is kept, on the page too
         set_verdict(page, page.locator(".positive-feedback-off").last)  # the regenerated answer: right
         wait_for(lambda: human(qa_env)[1:] == [{"verdict": "right", "comment": ""}])

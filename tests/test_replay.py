@@ -238,7 +238,7 @@ async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comp
     greedy.update(answer=first.new_answer, reasoning=first.new_reasoning)
     again = await replay(greedy, settings=settings, client=client)  # ...and its replay
     assert again.verdict == "identical" and again.new_answer == first.new_answer and not again.reasons
-    other = copy.deepcopy(record)
+    other = copy.deepcopy(greedy)  # greedy, so the engine is the only difference
     other["stamp"]["engine"].update(model_hash="sha256:" + "0" * 64, dtype="bfloat16")
     changed = await replay(other, settings=settings, client=client)
     assert changed.verdict == "not comparable"

@@ -155,8 +155,9 @@ class AnswerView:
         if self.answer:
             await self.answer.flush()
         extra = f"\n\n**{note}**" if note else ""
-        if not note and self.stats.finish_reason == "stop":
-            self.verdict = check_answer(self.question, self.answer_text)
+        if outcome == "complete" and self.stats.finish_reason in ("stop", "length"):
+            # A cut-off answer is graded too: only an answer it stated outright counts then (else unclear).
+            self.verdict = check_answer(self.question, self.answer_text, cut_off=self.stats.finish_reason == "length")
             extra += f"\n\n{self.verdict.describe()}" if self.verdict else ""
         reply.content = f"{self.answer_text}{extra}\n\n*{self.stats.summary(self.settings.resolved_served_name)}*".lstrip()
         reply.metadata = self.record(outcome)
