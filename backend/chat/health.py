@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
@@ -13,19 +14,30 @@ from backend.settings import Settings
 
 _http: httpx.AsyncClient | None = None
 _healthy_at: dict[str, float] = {}  # server URL -> when /health last answered 200 (monotonic)
+_checking: dict[str, asyncio.Future[bool]] = {}  # server URL -> the /health request in flight
 
 
 async def is_healthy(settings: Settings, *, fresh_for: float = 0.0) -> bool:
     """One GET /health on a shared client (a new client per check costs an SSL context: tens of ms).
 
-    With `fresh_for`, a success less than that many seconds old answers without asking again: every
-    message checks the server first, and 64 sessions asking at once put 64 requests before their
-    first tokens. A server that died meanwhile fails the request itself, which says so in words.
+    With `fresh_for`, a success less than that many seconds old answers without asking again, and
+    callers that come while a check is in flight wait for its answer: every message checks the server
+    first, and 64 sessions asking at once must not put 64 requests before their first tokens. A server
+    that died meanwhile fails the request itself, which says so in words.
     """
-    global _http
     url = settings.server_url
-    if fresh_for and time.monotonic() - _healthy_at.get(url, -1e9) < fresh_for:
-        return True
+    if fresh_for:
+        if time.monotonic() - _healthy_at.get(url, -1e9) < fresh_for:
+            return True
+        if (pending := _checking.get(url)) is not None and not pending.done():
+            return await asyncio.shield(pending)
+    check = asyncio.ensure_future(_check(url))
+    _checking[url] = check
+    return await asyncio.shield(check)  # a caller's cancel (Stop) must not cancel the others' answer
+
+
+async def _check(url: str) -> bool:
+    global _http
     if _http is None:
         _http = httpx.AsyncClient(timeout=2.0)
     try:
