@@ -99,7 +99,9 @@ async def ask(ctx: RunContext, sample: Sample) -> None:
         finally:
             sample.stats.finish()
             if sample.outcome == "complete":
-                sample.verdict = check(sample.question.question, sample.answer)
+                # As on the page: a cut-off answer counts only where it stated its answer outright.
+                sample.verdict = check(sample.question.question, sample.answer,
+                                       cut_off=sample.stats.finish_reason == "length")
             store(ctx, sample)
             ctx.on_done(sample)
 
