@@ -107,11 +107,18 @@ async def test_the_run_is_in_the_users_sidebar_and_resumes_as_a_conversation(run
     await store.engine.dispose()
 
 
+def ctrl_c_as_in_a_terminal() -> None:
+    """Give the child Ctrl-C's default action: a suite started in the background (a shell without job
+    control) passes SIGINT on as ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_the_run_and_keeps_what_was_stored(vllm_server: VLLMServer, tmp_path: Path) -> None:
     questions_file, _ = three_questions(tmp_path)
     env = qa_env(vllm_server, tmp_path / "data")
     proc = subprocess.Popen(qa_run_argv(questions_file, tmp_path / "results", "--parallel", "1"), cwd=PROJECT_ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=ctrl_c_as_in_a_terminal)
     lines = []
     for line in proc.stdout:  # wait for two answers, then press Ctrl-C during the third
         lines.append(line)

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from backend.settings import PROJECT_ROOT
+from tests.test_accuracy_run import ctrl_c_as_in_a_terminal
 
 pytestmark = pytest.mark.server
 
@@ -21,7 +22,7 @@ def test_ctrl_c_leaves_no_process_behind() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "backend.bench", "--skip-ui", "--skip-baseline",
                              "--concurrency", "1", "--repeat", "50", "--max-tokens", "128"],
                             cwd=PROJECT_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=ctrl_c_as_in_a_terminal)
     lines: list[str] = []
     healthy = threading.Event()
 
