@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,12 @@ def make_settings(tmp: Path, **overrides: object) -> Settings:
     """Settings as a user would have them, with our own ports and log folder, ignoring any .env."""
     values = {"vllm_port": free_port(), "ui_port": free_port(), "log_dir": tmp, **overrides}
     return load_settings(_env_file=None, **values)
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """Give the child Ctrl-C's default action: a suite started in the background (a shell without job
+    control) passes SIGINT on as ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from backend.qa.history_store import HistoryStore
 from backend.qa.question_set import QUESTIONS_FILE
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT
-from tests.conftest import free_port
+from tests.conftest import ctrl_c_as_in_a_terminal, free_port
 from tests.test_chat_page import shot, wait_for
 from tests.ui_harness import browser_page, chainlit_app
 
@@ -105,12 +105,6 @@ async def test_the_run_is_in_the_users_sidebar_and_resumes_as_a_conversation(run
     # Every question, each followed by (the latest of) its answers, as a regenerated chat resumes.
     assert [t.role for t in resumed.turns] == ["user", "assistant"] * len(run["questions"])
     await store.engine.dispose()
-
-
-def ctrl_c_as_in_a_terminal() -> None:
-    """Give the child Ctrl-C's default action: a suite started in the background (a shell without job
-    control) passes SIGINT on as ignored, and Python then never raises KeyboardInterrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_ctrl_c_stops_the_run_and_keeps_what_was_stored(vllm_server: VLLMServer, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from backend.settings import PROJECT_ROOT
-from tests.test_accuracy_run import ctrl_c_as_in_a_terminal
+from tests.conftest import ctrl_c_as_in_a_terminal
 
 pytestmark = pytest.mark.server
 
