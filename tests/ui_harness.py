@@ -29,9 +29,20 @@ def browser_page(url: str, *, screenshot: Path | None = None, wait_s: float = 30
             browser.close()
 
 
-def send(page, text: str) -> None:
-    page.fill("#chat-input", text)
-    page.locator("#chat-submit:not([disabled])").click(timeout=30_000)
+def send(page, text: str, tries: int = 3) -> None:
+    """Type text and press send, as a user would: if the page re-renders the composer under the typing
+    (Chainlit moves a new chat to /thread/<id> a moment after its first message, which can land after
+    the next message is typed on a loaded machine), type it again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(tries):
+        page.fill("#chat-input", text)
+        try:
+            page.locator("#chat-submit:not([disabled])").click(timeout=20_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
 
 
 def _assistant_texts(page) -> list[str]:
