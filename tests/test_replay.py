@@ -268,3 +268,25 @@ async def test_in_external_mode_the_stamp_says_what_the_server_reported_and_what
     assert facts["source"] == "server" and facts["vllm_version"] != "unknown"
     assert facts["served_max_model_len"] == 4096 and facts["served_root"].endswith("smollm2-135m-instruct")
     assert {"dtype", "model_hash", "flags"} <= set(facts["unknown"]) and "dtype" not in facts
+
+
+async def test_a_different_replay_in_bf16_says_a_batch_may_be_the_whole_difference(fake_server_url: str,
+                                                                                    tmp_path: Path) -> None:
+    """A scripted answer (tests/fake_openai_server.py: a fixed reply) against a stored one that differs,
+    on an engine the launcher published as bf16: in bf16 a batch alone changed every seeded replay we
+    measured, so a QA user must be told before blaming the model."""
+    settings = make_settings(tmp_path, vllm_port=int(fake_server_url.rsplit(":", 1)[1]))
+    engine = {"source": "launcher", "dtype": "bfloat16", "device": "cpu"}
+    write_status(settings.status_file, BackendStatus(state="ready", pid=os.getpid(), engine=engine))
+    request = {"messages": [{"role": "user", "content": "Which is bigger, 9.11 or 9.8?"}],
+               "params": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 40, "seed": 5}}
+    record = {"answer_id": "a1", "outcome": "complete", "answer": "9.11 is bigger.", "reasoning": "",
+              "stamp": {"engine": engine, "request": request, "seed": 5, "sampling": {"temperature": 0.7}}}
+    client = make_client(settings, api_key="k")
+    bf16 = await replay(record, settings=settings, client=client)
+    assert bf16.verdict == "different" and any("batch alone changed every seeded replay" in c for c in bf16.caveats)
+    float32 = {**engine, "dtype": "float32"}
+    write_status(settings.status_file, BackendStatus(state="ready", pid=os.getpid(), engine=float32))
+    record["stamp"]["engine"] = float32
+    plain = await replay(record, settings=settings, client=client)
+    assert plain.verdict == "different" and not any("batch" in c for c in plain.caveats)

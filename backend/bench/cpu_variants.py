@@ -52,13 +52,16 @@ def _host_parts(settings: Settings) -> tuple[dict[str, str], dict[str, str]]:
 def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
     """Named launches: `today` is main before host detection (float32, one core reserved, no preloads);
     `bind` computes on every core, `preload` adds tcmalloc and Intel OpenMP, `bf16`/`fp16` both;
-    `fp16-lean` is float16 with vLLM's own threads and tcmalloc only."""
+    `fp16-lean` is float16 with vLLM's own threads and tcmalloc only; `defaults-chunked` is the
+    defaults with chunked prefill back on (what turning it off for drawn seeds costs)."""
     bind, preload = _host_parts(settings)
     return {
         "today": lambda: _spec(settings, "float32", {}),
         "bind": lambda: _spec(settings, "float32", bind),
         "preload": lambda: _spec(settings, "float32", preload),
         "defaults": lambda: build_launch(settings, api_key=settings.api_key.get_secret_value()),
+        "defaults-chunked": lambda: build_launch(settings.model_copy(update={"enable_chunked_prefill": True}),
+                                                 api_key=settings.api_key.get_secret_value()),
         "bf16": lambda: _spec(settings, "bfloat16", {**bind, **preload}),
         "fp16": lambda: _spec(settings, "float16", {**bind, **preload}),
         "fp16-lean": lambda: _spec(settings, "float16", cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))),

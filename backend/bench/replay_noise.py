@@ -28,7 +28,7 @@ from pathlib import Path
 from backend.server.engine_facts import cpu_facts
 from backend.server.processes import free_port
 from backend.server.supervisor import VLLMServer
-from backend.server.vllm_command import effective_dtype, resolve_device
+from backend.server.vllm_command import resolve_device
 from backend.settings import PROJECT_ROOT, load_settings
 
 PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."
@@ -109,15 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         if args.url:
             url, key = args.url.rstrip("/"), args.api_key
+            dtype = "unknown (a server given by --url)"
         else:
             say("starting the managed vLLM server")
             server = stack.enter_context(VLLMServer(settings, log_path=Path(tempfile.mkdtemp()) / "vllm.log"))
             url, key = server.url, server.api_key
+            dtype = server.launch.dtype or "auto"  # what it was launched with (the CPU's choice included)
         started = time.monotonic()
         args.out.mkdir(parents=True, exist_ok=True)
         path = args.out / f"replay-noise-{datetime.now():%Y%m%d-%H%M%S}.json"
         facts = {"date": datetime.now(UTC).isoformat(timespec="seconds"), **cpu_facts(), "device": device,
-                 "dtype": effective_dtype(settings, device) or "auto",
+                 "dtype": dtype,
                  "settings": {k: v for k, v in vars(args).items() if k not in ("api_key", "out")}}
 
         def save(result: dict) -> None:

@@ -30,6 +30,7 @@ COMPARED = (("model_hash", "model files (hash)"), ("dtype", "dtype"), ("vllm_ver
             ("enable_prefix_caching", "prefix caching"), ("enable_chunked_prefill", "chunked prefill"),
             ("device", "device"), ("cpu", "CPU"),
             ("cpu_flags", "CPU features"))
+HALF_DTYPES = ("bfloat16", "float16")  # 8 or 11 bits of mantissa: a reordered sum can flip a draw
 # Flags already compared by name above; the rest of the command line is compared as a whole.
 NAMED_FLAGS = ("--dtype", "--max-model-len", "--quantization", "--enforce-eager", "--enable-prefix-caching",
                "--no-enable-prefix-caching", "--enable-chunked-prefill", "--no-enable-chunked-prefill")
@@ -181,4 +182,8 @@ async def replay(record: dict[str, Any], *, settings: Settings, client: openai.A
     if not reasons:
         same = (result.new_answer, result.new_reasoning) == (result.stored_answer, result.stored_reasoning)
         result.verdict = "identical" if same else "different"
+    if result.verdict == "different" and now.get("dtype") in HALF_DTYPES:
+        caveats.append(f"the engine computes in {now['dtype']}, where a batch alone changed every seeded replay "
+                       "we measured (float32: none); if the stored answer or this replay ran beside other "
+                       "requests, that may be the whole difference (docs/reproducibility.md)")
     return result
