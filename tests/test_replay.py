@@ -110,6 +110,10 @@ def test_a_cpu_engine_with_chunked_prefill_gets_no_drawn_seeds(tmp_path: Path) -
         facts = launch_facts(build_launch(settings, api_key="k"), model_path=settings.resolved_model, with_hash=False)
         assert facts["enable_chunked_prefill"] is True and not draws_seeds(facts)
     assert draws_seeds({"device": "cuda"}) and draws_seeds({"source": "server"})  # GPU and external servers
+    # A step budget under the longest prompt needs chunks (vLLM refuses to start otherwise): vLLM's default.
+    small = make_settings(tmp_path, device="cpu", max_num_batched_tokens=1024, max_model_len=4096)
+    facts = launch_facts(build_launch(small, api_key="k"), model_path=small.resolved_model, with_hash=False)
+    assert facts["enable_chunked_prefill"] is None and not draws_seeds(facts)
 
 
 def test_the_page_takes_engine_facts_only_from_a_live_launcher(tmp_path: Path) -> None:

@@ -92,7 +92,12 @@ def chunked_prefill(settings: Settings, device: str) -> bool | None:
     always did here; with it off they all answer, so every answer can carry a seed (issue 21)."""
     if settings.enable_chunked_prefill is not None:
         return settings.enable_chunked_prefill
-    return False if device == "cpu" else None
+    if device != "cpu":
+        return None
+    budget, longest = settings.max_num_batched_tokens, settings.max_model_len
+    if budget is not None and longest is not None and budget < longest:
+        return None  # without chunks vLLM refuses a step budget under the longest prompt: keep its default
+    return False
 
 
 def build_argv(settings: Settings, *, device: str, host: HostChoice | None = None) -> list[str]:
