@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.server.vllm_command import build_argv, build_env, build_launch
+from backend.server.vllm_command import build_argv, build_env, build_launch, server_environ
 from tests.conftest import make_settings
 
 
@@ -61,3 +61,11 @@ def test_configured_vllm_python_is_used(tmp_path) -> None:
     argv = build_argv(s, device="cuda")
     assert argv[0] == "/opt/vllm/bin/python"
     assert argv[argv.index("--served-model-name") + 1] == "qwen"
+
+
+def test_vllm_may_keep_its_bytecode_cache_and_gets_the_launch_variables() -> None:
+    """With PYTHONDONTWRITEBYTECODE (set machine-wide here) every vLLM start compiled torch and vLLM
+    from source again in each of its processes; the server's environment leaves it out."""
+    env = server_environ({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin", "OMP_NUM_THREADS": "2"},
+                         {"OMP_NUM_THREADS": "1", "VLLM_API_KEY": "k"})
+    assert env == {"PATH": "/bin", "OMP_NUM_THREADS": "1", "VLLM_API_KEY": "k"}

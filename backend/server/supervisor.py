@@ -33,7 +33,7 @@ from backend.readiness import (
     process_gone,
     wait_ready,
 )
-from backend.server.vllm_command import LaunchSpec, build_launch, model_problem
+from backend.server.vllm_command import LaunchSpec, build_launch, model_problem, server_environ
 from backend.settings import Settings, new_api_key
 
 STOP_GRACE = 15.0
@@ -128,7 +128,7 @@ class VLLMServer:
         self.check_can_start()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.write_text("")  # one log per run: the tail must be this run's
-        env = {**os.environ, **self.launch.env}
+        env = server_environ(dict(os.environ), self.launch.env)
         self.proc = processes.spawn_group(self.launch.argv, env=env, log_path=self.log_path)
         self.phase = "launching"
 

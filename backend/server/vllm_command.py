@@ -136,6 +136,17 @@ def build_argv(settings: Settings, *, device: str, host: HostChoice | None = Non
     return argv
 
 
+# Variables of ours not passed on to vLLM. PYTHONDONTWRITEBYTECODE (set machine-wide on some hosts,
+# ours included) makes every vLLM start compile torch's and vLLM's sources again in each of its three
+# processes; in our own .venv-vllm the bytecode cache is what a start should reuse.
+NOT_FOR_VLLM = ("PYTHONDONTWRITEBYTECODE",)
+
+
+def server_environ(base: dict[str, str], launch_env: dict[str, str]) -> dict[str, str]:
+    """The whole environment vLLM runs in: ours without NOT_FOR_VLLM, plus the launch's variables."""
+    return {**{k: v for k, v in base.items() if k not in NOT_FOR_VLLM}, **launch_env}
+
+
 def build_env(settings: Settings, *, api_key: str, host: HostChoice | None = None) -> dict[str, str]:
     """Variables added to the server's environment (the host's thread binding and preloads on a CPU)."""
     return {
