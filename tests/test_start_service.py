@@ -82,14 +82,21 @@ def _all_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proces
     return alive
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
-def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Signals) -> None:
+@pytest.mark.parametrize("sig, moment", [(signal.SIGINT, "ready"), (signal.SIGTERM, "starting"),
+                                         (signal.SIGHUP, "starting"), (signal.SIGKILL, "ready")],
+                         ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
+def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Signals, moment: str) -> None:
+    """Ctrl-C and SIGKILL once the chat is up; SIGTERM and SIGHUP (a closed terminal) while vLLM is
+    still loading, when its engine process exists but the page does not yet."""
     with RunningService(tmp_path) as service:
-        service.wait_ready()
-        assert httpx.get(f"http://127.0.0.1:{service.ui_port}/").status_code == 200
+        if moment == "ready":
+            service.wait_ready()
+            assert httpx.get(f"http://127.0.0.1:{service.ui_port}/").status_code == 200
+        else:
+            _wait_for_output(service, "vLLM: starting the engine", timeout=SLOW_START)
         spawned = service.descendants()
         names = " ".join(" ".join(p.cmdline()) for p in spawned)
-        assert "vllm" in names and "chainlit" in names
+        assert "vllm" in names and ("chainlit" in names) == (moment == "ready")
         assert "[setup] creating" not in service.output  # a second run installs nothing
         os.kill(service.proc.pid, sig)
         # After SIGKILL the launcher cannot clean up: the watchdog and parent-death signal must.

@@ -115,10 +115,12 @@ class Supervised:
                 self._crashed(str(err).splitlines()[0])
 
     def stop(self, *, grace: float) -> None:
+        """Stop the child; one still starting gets REAP_GRACE: it serves nothing yet, and vLLM's API
+        server, interrupted while waiting for its engine, hung until the SIGKILL 15 s later."""
         if self._check is not None:
             self._check.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._reap(grace)
+        self._reap(min(grace, REAP_GRACE) if self.state is State.STARTING else grace)
         self._set(State.STOPPED)
 
     # --- the steps ---
