@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-import httpx
 import pytest
 
 from backend.chat.client import make_client, stream_chat
+from backend.chat.health import is_healthy
 from backend.errors import BackendUnavailable, PromptTooLong
 from backend.server.supervisor import VLLMServer
 from tests.conftest import make_settings
@@ -82,9 +82,4 @@ async def test_many_long_seeded_prompts_at_once_leave_the_cpu_engine_alive(vllm_
 
     answers = await asyncio.gather(*(ask(i) for i in range(16)))
     assert all(a.choices[0].message.content for a in answers)
-    assert (await health(vllm_server)) == 200
-
-
-async def health(server: VLLMServer) -> int:
-    async with httpx.AsyncClient(timeout=30) as http:
-        return (await http.get(f"{server.url}/health")).status_code
+    assert await is_healthy(vllm_server.settings)  # /health answers 200: the engine lives

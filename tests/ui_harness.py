@@ -36,15 +36,13 @@ def send(page, text: str, tries: int = 3) -> None:
     (Chainlit moves a new chat to /thread/<id> a moment after its first message, which can land after
     the next message is typed on a loaded machine), type it again."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
-    for attempt in range(tries):
-        page.fill("#chat-input", text)
-        try:
+    for attempt in Retrying(stop=stop_after_attempt(tries), retry=retry_if_exception_type(PlaywrightTimeout),
+                            reraise=True):
+        with attempt:
+            page.fill("#chat-input", text)
             page.locator("#chat-submit:not([disabled])").click(timeout=20_000)
-            return
-        except PlaywrightTimeout:
-            if attempt == tries - 1:
-                raise
 
 
 def _assistant_texts(page) -> list[str]:

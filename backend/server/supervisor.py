@@ -128,7 +128,7 @@ class VLLMServer:
         self.check_can_start()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.write_text("")  # one log per run: the tail must be this run's
-        env = server_environ(dict(os.environ), self.launch.env)
+        env = server_environ(os.environ, self.launch.env)
         self.proc = processes.spawn_group(self.launch.argv, env=env, log_path=self.log_path)
         self.phase = "launching"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,7 +143,7 @@ def build_argv(settings: Settings, *, device: str, host: HostChoice | None = Non
 NOT_FOR_VLLM = ("PYTHONDONTWRITEBYTECODE",)
 
 
-def server_environ(base: dict[str, str], launch_env: dict[str, str]) -> dict[str, str]:
+def server_environ(base: Mapping[str, str], launch_env: dict[str, str]) -> dict[str, str]:
     """The whole environment vLLM runs in: ours without NOT_FOR_VLLM, plus the launch's variables."""
     return {**{k: v for k, v in base.items() if k not in NOT_FOR_VLLM}, **launch_env}
 
