@@ -6,7 +6,7 @@ import chainlit as cl
 from chainlit.config import config
 from chainlit.server import sio
 
-from backend.chat.client import make_client
+from backend.chat.client import ClientLanes
 from backend.chat.conversation import Conversation, clean_user_text
 from backend.chat.health import describe_down, is_healthy, server_warning
 from backend.chat.input_check import input_problem
@@ -25,8 +25,8 @@ from backend.settings import load_settings
 
 settings = load_settings()
 qa = set_up(settings)
-client = make_client(settings, api_key=settings.api_key.get_secret_value())
-_ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
+clients = ClientLanes(settings, api_key=settings.api_key.get_secret_value())
+_ = clients.next().chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
 config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
 dress_page(config.ui, settings)  # the live strip on every page; booth mode (RCHAT_KIOSK)
 # socket.io drops the connection on a message over 1 MB (its default); take up to 8 MB so that a huge
@@ -121,7 +121,8 @@ async def settings_update(values: dict) -> None:
 
 @cl.on_stop
 async def stop() -> None:
-    cl.user_session.set("stop", True)  # Chainlit also cancels the task; this covers a lost cancel
+    if (requested := cl.user_session.get("stop")) is not None:
+        requested.set()  # Chainlit also cancels the task; this covers a lost cancel
 
 
 def busy_elsewhere() -> bool:
@@ -182,21 +183,22 @@ async def replay_answer(action: cl.Action) -> None:
     if busy_elsewhere():
         await notice("Still answering: wait for it (a replay beside it would not be comparable), then replay.")
         return
-    await send_replay(client, settings, thread_id=cl.context.session.thread_id, answer_id=action.forId or "",
+    await send_replay(clients.next(), settings, thread_id=cl.context.session.thread_id, answer_id=action.forId or "",
                       history_off_reason=qa.history_off_reason)
 
 
 async def respond(*, sample: int) -> None:
     """Answer the conversation's last question; only the newest answer keeps Regenerate and Export."""
     cl.user_session.set("busy", asyncio.current_task())
-    cl.user_session.set("stop", False)
+    stop = asyncio.Event()  # read after every piece of the answer: an Event, as the session's dict is slow to reach
+    cl.user_session.set("stop", stop)
     for old in cl.user_session.get("actions") or []:
         if isinstance(old, cl.Action) and old.name != "replay":  # every stored answer can be replayed
             await old.remove()
     conversation = cl.user_session.get("conversation")
-    result = await answer(client=client, settings=settings, conversation=conversation,
+    result = await answer(client=clients.next(), settings=settings, conversation=conversation,
                           sampling=cl.user_session.get("sampling"), sample=sample,
-                          stop_requested=lambda: cl.user_session.get("stop"),
+                          stop_requested=stop.is_set,
                           actions=lambda: answer_actions(sample))
     cl.user_session.set("actions", result.message.actions if result.message is not None else [])
     if result.answer:

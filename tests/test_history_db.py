@@ -5,6 +5,7 @@ All on real SQLite files. "Refused" must leave the file byte for byte as it was.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -94,3 +95,24 @@ def test_a_read_only_file_is_refused_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(HistoryUnavailable, match=r"read-only.*chmod u\+w"):
         prepare(path)
     assert path.read_bytes() == before
+
+
+async def test_many_writes_at_once_all_land_in_order_and_a_read_after_them_sees_them(tmp_path: Path) -> None:
+    """The page's store runs every statement in one thread of its own (backend/qa/history_store.py):
+    64 answers' writes at once must all land, each step's last write must win, and a failed
+    statement must leave the store usable."""
+    from backend.qa.history_store import HistoryStore
+
+    path = tmp_path / "history.sqlite3"
+    prepare(path)
+    store = HistoryStore(path)
+    upsert = ('INSERT INTO steps ("id", "threadId", "name", "type", "output") VALUES (:id, :t, :name, :type, :output) '
+              'ON CONFLICT (id) DO UPDATE SET "output" = :output')
+    writes = [store.execute_sql(upsert, {"id": f"s{i % 64}", "t": "t1", "name": "a", "type": "assistant_message",
+                                         "output": f"version {i // 64}"}) for i in range(64 * 4)]
+    assert await asyncio.gather(*writes) == [1] * len(writes)
+    rows = await store.execute_sql('SELECT "id", "output" FROM steps ORDER BY "id"', {})
+    assert len(rows) == 64 and {r["output"] for r in rows} == {"version 3"}
+    assert await store.execute_sql("SELECT * FROM no_such_table", {}) is None  # said once, not raised
+    assert await store.execute_sql('SELECT COUNT(*) AS n FROM steps', {}) == [{"n": 64}]
+    await store.close()

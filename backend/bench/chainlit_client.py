@@ -2,8 +2,9 @@
 
 Chainlit 2.12 speaks socket.io at /ws/socket.io: connect with a session id in `auth`, emit
 `connection_successful`, then `client_message`; the server answers with `stream_start`,
-`stream_token`, `new_message`/`update_message` and `task_end`. Token arrival times are recorded so
-the benchmark measures what a user would see. Needs python-socketio and aiohttp (requirements-dev).
+`stream_token`, `new_message`/`update_message` and `task_end`. Update arrival times are recorded so
+the benchmark measures what a user would see: a streamed message's first text comes in its
+`stream_start`, the rest in `stream_token`s. Needs python-socketio and aiohttp (requirements-dev).
 
 The page needs a login: the session logs in first (password form when `user` is given, else the
 local user's header login) and connects with the cookie it got, as a browser does.
@@ -45,6 +46,7 @@ class ChainlitSession:
         self.session_id = str(uuid.uuid4())
         self.cookie = ""
         self.sio.on("action", self.actions.append)
+        self.sio.on("stream_start", self._on_stream_start)
         self.sio.on("stream_token", self._on_token)
         self.sio.on("new_message", self._on_message)
         self.sio.on("update_message", self._on_message)
@@ -112,6 +114,11 @@ class ChainlitSession:
         async with httpx.AsyncClient(base_url=self.url, timeout=timeout, headers={"Cookie": self.cookie}) as http:
             response = await http.post("/project/action", json={"sessionId": self.session_id, "action": action})
             response.raise_for_status()
+
+    async def _on_stream_start(self, data: dict) -> None:
+        """A streamed message's or step's first update: it carries the first text, which the page shows."""
+        if self.current is not None and data.get("output"):
+            self.current.token_times.append(time.perf_counter())
 
     async def _on_token(self, data: dict) -> None:
         if self.current is not None and not data.get("isSequence") and not data.get("isInput"):

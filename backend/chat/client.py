@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -36,6 +37,24 @@ def make_client(settings: Settings, *, api_key: str) -> openai.AsyncOpenAI:
                               timeout=timeout, max_retries=0)
 
 
+class ClientLanes:
+    """Several OpenAI clients, each with a connection pool of its own, handed out in turn.
+
+    httpcore looks at every connection of a pool each time a request starts or ends (`has_expired`
+    polls each idle socket through anyio): with 64 answers streaming through one pool that took a
+    sixth of the page process (docs/benchmark.md). With LANES pools each looks at that share of them.
+    """
+
+    LANES = 8
+
+    def __init__(self, settings: Settings, *, api_key: str) -> None:
+        self.clients = [make_client(settings, api_key=api_key) for _ in range(self.LANES)]
+        self._turns = itertools.cycle(self.clients)
+
+    def next(self) -> openai.AsyncOpenAI:
+        return next(self._turns)
+
+
 def translate(exc: BaseException, settings: Settings) -> Exception:
     """Map openai/httpx/asyncio failures onto the errors a user can act on."""
     if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError)):
@@ -58,6 +77,9 @@ def translate(exc: BaseException, settings: Settings) -> Exception:
         if exc.status_code in (401, 403):
             return BackendRejected("The model server refused our API key. Check RCHAT_API_KEY matches the server's key.")
         return BackendRejected(f"The model server rejected the request (HTTP {exc.status_code}): {text[:300]}")
+    if isinstance(exc, openai.APIError):  # an error chunk in the middle of the stream (_api_error)
+        return BackendBusy(f"The model server failed in the middle of the answer ({exc.message[:300]}). "
+                           "Send your message again; if it keeps failing, ask whoever runs the server to check its log.")
     return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
 
 
@@ -83,30 +105,54 @@ async def _open(client: openai.AsyncOpenAI, settings: Settings, request: dict[st
             return (await client.chat.completions.with_raw_response.create(**request)).http_response
 
 
-async def _chunks(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The server-sent events' JSON, read here rather than by openai's AsyncStream.
+async def _reads(response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+    """The server-sent events' JSON, one list per network read, read here rather than by openai's AsyncStream.
 
     openai builds a typed object per chunk, which took a quarter of the page process's time under
     64 streaming sessions (docs/benchmark.md); a chunk is small JSON, and we read four fields of it.
+    A read brings every chunk that arrived since the last one: handled together, the per-chunk
+    cost (a timeout, a stop check, a page update) is paid once per read, so a page that falls
+    behind catches up in larger steps instead of falling further behind.
     """
-    async with contextlib.aclosing(response.aiter_lines()) as lines:  # closed here, not by the GC
-        async for line in lines:
-            if not line.startswith("data:"):
-                continue  # blank separators, comments, `event:` lines
-            data = line[5:].strip()
-            if data == "[DONE]":
-                continue  # read on to the end of the body, so httpx's own generators finish here too
-            chunk = json.loads(data)
-            if isinstance(chunk, dict) and chunk.get("error"):  # vLLM reports a failure mid-stream this way
-                error = chunk["error"]
-                message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
-                raise openai.APIError(message, request=response.request, body=error)
-            yield chunk
+    pending = b""
+    async with contextlib.aclosing(response.aiter_bytes()) as reads:  # closed here, not by the GC
+        async for data in reads:
+            *lines, pending = (pending + data).split(b"\n")
+            chunks = [chunk for line in lines if (chunk := _event(line)) is not None]
+            good = list(itertools.takewhile(lambda chunk: not _is_error(chunk), chunks))
+            if good:
+                yield good  # what came before a failure in the same read reaches the page too
+            if len(good) < len(chunks):
+                raise _api_error(chunks[len(good)], response)
+    if (last := _event(pending)) is not None:  # a body that ended without its last newline
+        if _is_error(last):
+            raise _api_error(last, response)
+        yield [last]
+
+
+def _event(line: bytes) -> dict[str, Any] | None:
+    """One `data:` line's JSON; None for separators, comments, `event:` lines and `[DONE]`."""
+    if not line.startswith(b"data:"):
+        return None
+    data = line[5:].strip()
+    if data == b"[DONE]":
+        return None  # read on to the end of the body, so httpx's own generators finish here too
+    return json.loads(data)
+
+
+def _is_error(chunk: Any) -> bool:
+    return isinstance(chunk, dict) and bool(chunk.get("error"))  # vLLM reports a failure mid-stream this way
+
+
+def _api_error(chunk: dict[str, Any], response: httpx.Response) -> openai.APIError:
+    error = chunk["error"]
+    message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
+    return openai.APIError(message, request=response.request, body=error)
 
 
 async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: dict[str, Any], *,
                       starts_in_reasoning: bool = False) -> AsyncIterator[Delta]:
-    """Yield Deltas for one completion; raise only errors from backend.errors."""
+    """Yield Deltas for one completion (the text of one read merged); raise only errors from backend.errors."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
     parser = ThinkTagParser(starts_in_reasoning=starts_in_reasoning)
     try:
@@ -114,21 +160,21 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
     except Exception as exc:  # noqa: BLE001 - every failure becomes one of ours
         raise translate(exc, settings) from exc
     try:
-        chunks = _chunks(stream)
+        reads = _reads(stream)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + settings.request_timeout
-        wait = settings.first_token_timeout  # then idle_timeout between chunks
+        wait = settings.first_token_timeout  # then idle_timeout between reads
         while True:
             wait = min(wait, deadline - loop.time())
             try:
                 # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a Stop's cancellation
                 # when a token arrives at the same moment.
                 async with asyncio.timeout(max(wait, 0.001)):
-                    chunk = await anext(chunks)
+                    chunks = await anext(reads)
             except StopAsyncIteration:
                 break
             wait = settings.idle_timeout
-            for delta in _deltas(chunk, parser):
+            for delta in _merged([d for chunk in chunks for d in _deltas(chunk, parser)]):
                 yield delta
         for seg in parser.finish():
             yield Delta(**{seg.kind: seg.text})
@@ -140,7 +186,27 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
         # the response closed without closing its connection (a Stop then let vLLM run on).
         await stream.aclose()
         with contextlib.suppress(RuntimeError):  # closed here, in this task: left to the garbage
-            await chunks.aclose()  # collector it would close in another and warn
+            await reads.aclose()  # collector it would close in another and warn
+
+
+def _merged(deltas: list[Delta]) -> list[Delta]:
+    """Runs of reasoning-only or answer-only text joined into one Delta each, in order."""
+    out: list[Delta] = []
+    for delta in deltas:
+        last = out[-1] if out else None
+        if last is not None and _text_kind(last) is not None and _text_kind(last) == _text_kind(delta):
+            last.reasoning += delta.reasoning
+            last.answer += delta.answer
+        else:
+            out.append(delta)
+    return out
+
+
+def _text_kind(delta: Delta) -> str | None:
+    """"reasoning" or "answer" for a Delta that holds only that text; None for anything else."""
+    if delta.finish_reason or delta.usage or bool(delta.reasoning) == bool(delta.answer):
+        return None
+    return "reasoning" if delta.reasoning else "answer"
 
 
 def _deltas(chunk: dict[str, Any], parser: ThinkTagParser) -> list[Delta]:

@@ -10,6 +10,12 @@
    that the history could not be saved, so nobody believes a verdict was recorded when it was not.
 6. Feedback is the QA user's verdict (backend/qa/verdicts.py). The base class leaves out empty
    fields when it updates one, so a verdict changed without a comment kept the old verdict's comment.
+7. Every statement runs whole in one thread of our own, on one SQLite connection: one hop from the
+   event loop per statement. Through SQLAlchemy's async engine a statement took 8-10 hops (begin,
+   execute, fetch, commit, return to the pool, each a round trip to aiosqlite's thread), and with 16
+   answers streaming each hop waited a turn of the busy event loop: the last write of an answer took
+   0.3-0.7 s, and the next question waited for it (docs/benchmark.md). One connection also means the
+   page's own writes never wait on SQLite's file lock for each other.
 """
 
 from __future__ import annotations
@@ -18,12 +24,12 @@ import asyncio
 import json
 import logging
 import re
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
-from sqlalchemy import event, text
-from sqlalchemy.exc import SQLAlchemyError
 
 log = logging.getLogger(__name__)
 SURROGATE = re.compile("[\ud800-\udfff]")
@@ -52,9 +58,11 @@ def _decode(key: str, value: Any) -> Any:
 
 class HistoryStore(SQLAlchemyDataLayer):
     def __init__(self, path: Path) -> None:
+        # The base class's SQLAlchemy engine is made but never connects: execute_sql below is the only way in.
         super().__init__(conninfo=f"sqlite+aiosqlite:///{path}", storage_provider=None)
         self.path = path
-        event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history-db")
+        self._db: sqlite3.Connection | None = None  # opened in that thread, used only there
         self._user_lock = asyncio.Lock()
 
     async def create_user(self, user):
@@ -67,31 +75,43 @@ class HistoryStore(SQLAlchemyDataLayer):
 
     async def execute_sql(self, query: str, parameters: dict):
         parameters = {k: _encode(v) for k, v in parameters.items()}
-        async with self.async_session() as session:
-            try:
-                await session.begin()
-                result = await session.execute(text(query), parameters)
-                await session.commit()
-                if result.returns_rows:
-                    return [{k: _decode(k, v) for k, v in row._mapping.items()} for row in result.fetchall()]
-                return result.rowcount
-            except SQLAlchemyError as err:
-                await session.rollback()
-                log.warning("history database error: %s", err)
-                await _tell_user_once(str(getattr(err, "orig", None) or err).splitlines()[0])
-                return None
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._thread, self._execute, query, parameters)
+        except sqlite3.Error as err:
+            log.warning("history database error: %s", err)
+            await _tell_user_once(str(err).splitlines()[0])
+            return None
+
+    def _execute(self, query: str, parameters: dict) -> list[dict[str, Any]] | int:
+        """One statement in its own transaction, in the store's thread: rows as dicts, else the rowcount."""
+        if self._db is None:
+            self._db = _connect(self.path)
+        with self._db:  # commits, or rolls back on an error
+            cursor = self._db.execute(query, parameters)
+            if cursor.description is None:
+                return cursor.rowcount
+            names = [column[0] for column in cursor.description]
+            return [{k: _decode(k, v) for k, v in zip(names, row)} for row in cursor.fetchall()]
+
+    async def close(self) -> None:
+        def _close() -> None:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+        await asyncio.get_running_loop().run_in_executor(self._thread, _close)
+        self._thread.shutdown(wait=False)
+        await super().close()
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA busy_timeout = 10000")  # the export CLI may read while we write
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=10)  # the export CLI may hold the file a moment
     # WAL: a commit is one append (and no fsync with synchronous=NORMAL) instead of a rollback journal
     # synced twice, and readers (the export CLI) no longer block writers. Under 64 streaming sessions
     # the page's writes queued on the file lock and held answers up. An app crash still loses nothing
     # committed; a power cut may lose the last commits.
-    cursor.execute("PRAGMA journal_mode = WAL")
-    cursor.execute("PRAGMA synchronous = NORMAL")
-    cursor.close()
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    return db
 
 
 async def _tell_user_once(reason: str) -> None:
