@@ -193,10 +193,10 @@ def _merged(deltas: list[Delta]) -> list[Delta]:
     """Runs of reasoning-only or answer-only text joined into one Delta each, in order."""
     out: list[Delta] = []
     for delta in deltas:
-        last = out[-1] if out else None
-        if last is not None and _text_kind(last) is not None and _text_kind(last) == _text_kind(delta):
-            last.reasoning += delta.reasoning
-            last.answer += delta.answer
+        kind = _text_kind(delta)
+        if kind is not None and out and _text_kind(out[-1]) == kind:
+            out[-1].reasoning += delta.reasoning
+            out[-1].answer += delta.answer
         else:
             out.append(delta)
     return out
