@@ -6,7 +6,7 @@ import chainlit as cl
 from chainlit.config import config
 from chainlit.server import sio
 
-from backend.chat.client import ClientLanes
+from backend.chat.client import make_client
 from backend.chat.conversation import Conversation, clean_user_text
 from backend.chat.health import describe_down, is_healthy, server_warning
 from backend.chat.input_check import input_problem
@@ -25,8 +25,8 @@ from backend.settings import load_settings
 
 settings = load_settings()
 qa = set_up(settings)
-clients = ClientLanes(settings, api_key=settings.api_key.get_secret_value())
-_ = clients.next().chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
+client = make_client(settings, api_key=settings.api_key.get_secret_value())
+_ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
 config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
 dress_page(config.ui, settings)  # the live strip on every page; booth mode (RCHAT_KIOSK)
 # socket.io drops the connection on a message over 1 MB (its default); take up to 8 MB so that a huge
@@ -57,6 +57,7 @@ async def app_startup() -> None:
 @cl.on_app_shutdown
 async def app_shutdown() -> None:
     await live_strip.stop()
+    await client.close()  # its aiohttp session, closed in its own loop (else a warning at exit)
 
 
 @cl.set_chat_profiles
@@ -183,7 +184,7 @@ async def replay_answer(action: cl.Action) -> None:
     if busy_elsewhere():
         await notice("Still answering: wait for it (a replay beside it would not be comparable), then replay.")
         return
-    await send_replay(clients.next(), settings, thread_id=cl.context.session.thread_id, answer_id=action.forId or "",
+    await send_replay(client, settings, thread_id=cl.context.session.thread_id, answer_id=action.forId or "",
                       history_off_reason=qa.history_off_reason)
 
 
@@ -196,7 +197,7 @@ async def respond(*, sample: int) -> None:
         if isinstance(old, cl.Action) and old.name != "replay":  # every stored answer can be replayed
             await old.remove()
     conversation = cl.user_session.get("conversation")
-    result = await answer(client=clients.next(), settings=settings, conversation=conversation,
+    result = await answer(client=client, settings=settings, conversation=conversation,
                           sampling=cl.user_session.get("sampling"), sample=sample,
                           stop_requested=stop.is_set,
                           actions=lambda: answer_actions(sample))

@@ -18,6 +18,7 @@ import httpx
 import openai
 
 from backend.errors import BackendBusy, BackendRejected, BackendTimeout, BackendUnavailable, PromptTooLong
+from backend.chat.http_transport import http_client
 from backend.chat.reasoning import ThinkTagParser
 from backend.chat.retry_policy import open_stream_retrying
 from backend.settings import Settings
@@ -34,25 +35,7 @@ class Delta:
 def make_client(settings: Settings, *, api_key: str) -> openai.AsyncOpenAI:
     timeout = httpx.Timeout(settings.request_timeout, connect=settings.connect_timeout)
     return openai.AsyncOpenAI(base_url=f"{settings.server_url}/v1", api_key=api_key or "none",
-                              timeout=timeout, max_retries=0)
-
-
-class ClientLanes:
-    """Several OpenAI clients, each with a connection pool of its own, handed out in turn.
-
-    httpcore looks at every connection of a pool each time a request starts or ends (`has_expired`
-    polls each idle socket through anyio): with 64 answers streaming through one pool that took a
-    sixth of the page process (docs/benchmark.md). With LANES pools each looks at that share of them.
-    """
-
-    LANES = 8
-
-    def __init__(self, settings: Settings, *, api_key: str) -> None:
-        self.clients = [make_client(settings, api_key=api_key) for _ in range(self.LANES)]
-        self._turns = itertools.cycle(self.clients)
-
-    def next(self) -> openai.AsyncOpenAI:
-        return next(self._turns)
+                              timeout=timeout, max_retries=0, http_client=http_client(timeout))
 
 
 def translate(exc: BaseException, settings: Settings) -> Exception:
@@ -174,7 +157,7 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
             except StopAsyncIteration:
                 break
             wait = settings.idle_timeout
-            for delta in _merged([d for chunk in chunks for d in _deltas(chunk, parser)]):
+            for delta in _read_deltas(chunks, parser):
                 yield delta
         for seg in parser.finish():
             yield Delta(**{seg.kind: seg.text})
@@ -189,16 +172,47 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
             await reads.aclose()  # collector it would close in another and warn
 
 
-def _merged(deltas: list[Delta]) -> list[Delta]:
-    """Runs of reasoning-only or answer-only text joined into one Delta each, in order."""
+def _read_deltas(chunks: list[dict[str, Any]], parser: ThinkTagParser) -> list[Delta]:
+    """One read's chunks as Deltas, in order, each run of one kind of text joined into one Delta.
+
+    Under load a read holds dozens of one-token chunks, and each text Delta becomes a page update:
+    joined, they cost one. Content goes to the think-tag parser a run at a time, not a chunk at a time.
+    """
     out: list[Delta] = []
-    for delta in deltas:
-        kind = _text_kind(delta)
-        if kind is not None and out and _text_kind(out[-1]) == kind:
-            out[-1].reasoning += delta.reasoning
-            out[-1].answer += delta.answer
+    content: list[str] = []
+
+    def add(kind: str, text: str) -> None:
+        if not text:
+            return
+        if out and _text_kind(out[-1]) == kind:
+            setattr(out[-1], kind, getattr(out[-1], kind) + text)
         else:
-            out.append(delta)
+            out.append(Delta(**{kind: text}))
+
+    def feed() -> None:  # the content held so far, through the parser
+        if content:
+            for seg in parser.feed("".join(content)):
+                add(seg.kind, seg.text)
+            content.clear()
+
+    for chunk in chunks:
+        if usage := chunk.get("usage"):
+            feed()
+            out.append(Delta(usage={"prompt_tokens": usage.get("prompt_tokens"),
+                                    "completion_tokens": usage.get("completion_tokens")}))
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if reasoning := _reasoning_field(delta):
+                feed()
+                add("reasoning", reasoning)
+            if text := delta.get("content"):
+                content.append(text)
+            if choice.get("finish_reason"):
+                feed()
+                for seg in parser.finish():
+                    add(seg.kind, seg.text)
+                out.append(Delta(finish_reason=choice["finish_reason"]))
+    feed()
     return out
 
 
@@ -207,21 +221,3 @@ def _text_kind(delta: Delta) -> str | None:
     if delta.finish_reason or delta.usage or bool(delta.reasoning) == bool(delta.answer):
         return None
     return "reasoning" if delta.reasoning else "answer"
-
-
-def _deltas(chunk: dict[str, Any], parser: ThinkTagParser) -> list[Delta]:
-    out: list[Delta] = []
-    if usage := chunk.get("usage"):
-        out.append(Delta(usage={"prompt_tokens": usage.get("prompt_tokens"),
-                                "completion_tokens": usage.get("completion_tokens")}))
-    for choice in chunk.get("choices") or []:
-        delta = choice.get("delta") or {}
-        reasoning = _reasoning_field(delta)
-        if reasoning:
-            out.append(Delta(reasoning=reasoning))
-        if content := delta.get("content"):
-            out.extend(Delta(**{seg.kind: seg.text}) for seg in parser.feed(content))
-        if choice.get("finish_reason"):
-            out.extend(Delta(**{seg.kind: seg.text}) for seg in parser.finish())
-            out.append(Delta(finish_reason=choice["finish_reason"]))
-    return out

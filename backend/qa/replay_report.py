@@ -104,12 +104,19 @@ def render_markdown(replay: Replay) -> str:
     return "\n".join(lines)
 
 
-def replay_command(settings: Settings, answer_id: str, *, as_json: bool = False) -> int:
-    """`python -m backend replay ANSWER_ID`: 0 identical, 1 different or not comparable, 2 could not replay."""
+async def _replay_closing(record: dict[str, Any], settings: Settings) -> Replay:
     client = make_client(settings, api_key=settings.api_key.get_secret_value())
     try:
+        return await replay(record, settings=settings, client=client)
+    finally:
+        await client.close()  # its aiohttp session belongs to this loop: closed here, not warned about at exit
+
+
+def replay_command(settings: Settings, answer_id: str, *, as_json: bool = False) -> int:
+    """`python -m backend replay ANSWER_ID`: 0 identical, 1 different or not comparable, 2 could not replay."""
+    try:
         record = find_record(settings.history_path, answer_id)
-        result = asyncio.run(replay(record, settings=settings, client=client))
+        result = asyncio.run(_replay_closing(record, settings))
     except (ChatAppError, sqlite3.Error) as err:
         hint = ""
         if isinstance(err, BackendRejected) and not settings.api_key.get_secret_value():

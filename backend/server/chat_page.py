@@ -16,10 +16,8 @@ STOP_GRACE = 10.0
 
 
 def chainlit_argv(host: str, port: int) -> list[str]:
-    # Chainlit's own runner. A runner of ours without nest_asyncio, on uvloop, was tried for issue 18
-    # and did not come up reliably here; it was removed (docs/benchmark.md).
-    return [sys.executable, "-m", "chainlit", "run", str(PROJECT_ROOT / "app.py"), "--headless",
-            "--host", host, "--port", str(port)]
+    # `chainlit run --headless` without nest_asyncio (backend/page/serve.py says why).
+    return [sys.executable, "-m", "backend.page.serve", "--host", host, "--port", str(port)]
 
 
 class ChatPage:

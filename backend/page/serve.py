@@ -1,0 +1,65 @@
+"""Serve the chat page (app.py) as `chainlit run --headless` does, without nest_asyncio.
+
+Importing `chainlit.cli` calls `nest_asyncio.apply()`, which swaps asyncio's C tasks and futures for
+the pure-Python ones and patches every loop iteration: under 64 sessions that was a large share of
+the page process's time (docs/benchmark.md). This runner does what `run_chainlit` does for
+`run --headless` (load the app, the JWT secret, the welcome page, uvicorn on the plain asyncio loop)
+without importing `chainlit.cli`.
+
+What re-entrance gave and we do without: Chainlit's `ChatProfile.config_overrides` (its
+`session.get_config` runs `set_chat_profiles` re-entrantly; without re-entrance it falls back to the
+global config, which is what our one profile without overrides means anyway) and `cl.run_sync` called
+on the event loop's own thread, which the app does not do.
+
+    python -m backend.page.serve --host 127.0.0.1 --port 7860
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import warnings
+
+from backend.settings import PROJECT_ROOT
+
+APP = PROJECT_ROOT / "app.py"
+
+
+def serve(*, host: str, port: int, target: str = str(APP)) -> None:
+    """What chainlit.cli.run_chainlit does for `run --headless`, minus nest_asyncio."""
+    import uvicorn
+    from chainlit.auth import ensure_jwt_secret
+    from chainlit.config import config, load_module
+    from chainlit.markdown import init_markdown
+
+    config.run.host, config.run.port, config.run.headless = host, port, True
+    from chainlit.server import app
+
+    config.run.module_name = target
+    load_module(target)
+    ensure_jwt_secret()
+    init_markdown(config.root)
+    # session.get_config's re-entrant call fails without nest_asyncio and falls back (see above);
+    # Python would then report its coroutine as never awaited once per browser session.
+    warnings.filterwarnings("ignore", message="coroutine .*chat_profiles.* was never awaited")
+    # Chainlit's own settings for uvicorn, less per-message deflate: it costs the page CPU on every
+    # streamed update and helps only on slow links.
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="error",
+                                  ws_per_message_deflate=False)).run()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m backend.page.serve", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=7860)
+    p.add_argument("target", nargs="?", default=str(APP), help="the Chainlit app (default: app.py)")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,  # as chainlit.cli sets it up
+                        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", datefmt="%Y-%m-%d %H:%M:%S")
+    serve(host=args.host, port=args.port, target=args.target)
+
+
+if __name__ == "__main__":
+    main()
