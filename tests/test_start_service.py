@@ -97,7 +97,7 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
             _wait_for_output(service, "vLLM: starting the engine", timeout=SLOW_START)
         spawned = service.descendants()
         names = " ".join(" ".join(p.cmdline()) for p in spawned)
-        assert "vllm" in names and ("chainlit" in names) == (moment == "ready")
+        assert "vllm" in names and ("backend.page.serve" in names) == (moment == "ready")
         assert "[setup] creating" not in service.output  # a second run installs nothing
         os.kill(service.proc.pid, sig)
         # After SIGKILL the launcher cannot clean up: the watchdog and parent-death signal must.
@@ -189,7 +189,7 @@ def test_a_killed_page_and_a_vllm_killed_twice_in_a_row_come_back_and_ctrl_c_mid
         vllm_pid = _pid_of(service, "vllm.entrypoints")
 
         # The chat page killed -9: it is back, vLLM untouched, and the earlier chat goes on from the history.
-        os.kill(_pid_of(service, "chainlit"), signal.SIGKILL)
+        os.kill(_pid_of(service, "backend.page.serve"), signal.SIGKILL)
         _wait_for_output(service, "the chat page is healthy again")
         assert _pid_of(service, "vllm.entrypoints") == vllm_pid
         assert asyncio.run(_chat_then_resume(url, thread_id)) == thread_id

@@ -172,48 +172,58 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
             await reads.aclose()  # collector it would close in another and warn
 
 
+class _Runs:
+    """Deltas in order, each run of one kind of text joined into one Delta.
+
+    Content waits here and goes to the think-tag parser a run at a time, not a chunk at a time.
+    """
+
+    def __init__(self, parser: ThinkTagParser) -> None:
+        self.parser, self.out, self.content = parser, [], []
+
+    def text(self, kind: str, text: str) -> None:
+        if not text:
+            return
+        if self.out and _text_kind(self.out[-1]) == kind:
+            setattr(self.out[-1], kind, getattr(self.out[-1], kind) + text)
+        else:
+            self.out.append(Delta(**{kind: text}))
+
+    def feed(self, *, finished: bool = False) -> None:
+        """The content held so far through the parser; with `finished`, what the parser held back too."""
+        segments = self.parser.feed("".join(self.content)) if self.content else []
+        self.content.clear()
+        for seg in segments + (self.parser.finish() if finished else []):
+            self.text(seg.kind, seg.text)
+
+    def other(self, delta: Delta) -> None:
+        self.feed()
+        self.out.append(delta)
+
+
 def _read_deltas(chunks: list[dict[str, Any]], parser: ThinkTagParser) -> list[Delta]:
     """One read's chunks as Deltas, in order, each run of one kind of text joined into one Delta.
 
     Under load a read holds dozens of one-token chunks, and each text Delta becomes a page update:
-    joined, they cost one. Content goes to the think-tag parser a run at a time, not a chunk at a time.
+    joined, they cost one.
     """
-    out: list[Delta] = []
-    content: list[str] = []
-
-    def add(kind: str, text: str) -> None:
-        if not text:
-            return
-        if out and _text_kind(out[-1]) == kind:
-            setattr(out[-1], kind, getattr(out[-1], kind) + text)
-        else:
-            out.append(Delta(**{kind: text}))
-
-    def feed() -> None:  # the content held so far, through the parser
-        if content:
-            for seg in parser.feed("".join(content)):
-                add(seg.kind, seg.text)
-            content.clear()
-
+    runs = _Runs(parser)
     for chunk in chunks:
         if usage := chunk.get("usage"):
-            feed()
-            out.append(Delta(usage={"prompt_tokens": usage.get("prompt_tokens"),
+            runs.other(Delta(usage={"prompt_tokens": usage.get("prompt_tokens"),
                                     "completion_tokens": usage.get("completion_tokens")}))
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             if reasoning := _reasoning_field(delta):
-                feed()
-                add("reasoning", reasoning)
-            if text := delta.get("content"):
-                content.append(text)
+                runs.feed()
+                runs.text("reasoning", reasoning)
+            if content := delta.get("content"):
+                runs.content.append(content)
             if choice.get("finish_reason"):
-                feed()
-                for seg in parser.finish():
-                    add(seg.kind, seg.text)
-                out.append(Delta(finish_reason=choice["finish_reason"]))
-    feed()
-    return out
+                runs.feed(finished=True)
+                runs.other(Delta(finish_reason=choice["finish_reason"]))
+    runs.feed()
+    return runs.out
 
 
 def _text_kind(delta: Delta) -> str | None:
