@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from backend.server import processes
-from backend.server.processes import free_port
+from backend.server.processes import free_port, free_ports
 from backend.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT, Settings, load_settings
@@ -24,7 +24,8 @@ for _name in [n for n in os.environ if n.startswith("RCHAT_")]:
 
 def make_settings(tmp: Path, **overrides: object) -> Settings:
     """Settings as a user would have them, with our own ports and log folder, ignoring any .env."""
-    values = {"vllm_port": free_port(), "ui_port": free_port(), "log_dir": tmp, **overrides}
+    vllm_port, ui_port = free_ports(2)
+    values = {"vllm_port": vllm_port, "ui_port": ui_port, "log_dir": tmp, **overrides}
     return load_settings(_env_file=None, **values)
 
 

@@ -38,7 +38,7 @@ from backend.server.engine_facts import launch_facts
 from backend.server_status import BackendStatus, read_status, write_status
 from backend.server.vllm_command import build_launch
 from backend.settings import PROJECT_ROOT
-from tests.conftest import free_port, make_settings
+from tests.conftest import free_ports, make_settings
 from tests.ui_harness import chainlit_app
 
 QUESTION = "Name three animals that live in the sea."
@@ -158,7 +158,8 @@ def served(tmp_path_factory) -> Iterator[dict[str, str]]:
     """`python -m backend serve` (vLLM under the launcher, no page); yields the RCHAT_* variables that
     point a page or the CLI at it. The page then samples (temperature 0.7) with the seed left empty."""
     log_dir = tmp_path_factory.mktemp("replay")
-    env = {"RCHAT_UI_PORT": str(free_port()), "RCHAT_VLLM_PORT": str(free_port()), "RCHAT_LOG_DIR": str(log_dir),
+    ui_port, vllm_port = free_ports(2)
+    env = {"RCHAT_UI_PORT": str(ui_port), "RCHAT_VLLM_PORT": str(vllm_port), "RCHAT_LOG_DIR": str(log_dir),
            "RCHAT_DATA_DIR": str(log_dir / "data"), "RCHAT_API_KEY": "rchat-replay-test",
            "RCHAT_DEFAULT_TEMPERATURE": "0.7", "RCHAT_DEFAULT_MAX_TOKENS": "48",
            "RCHAT_STARTUP_TIMEOUT": "1800"}  # a shared 2-core machine has taken over 600 s to start vLLM

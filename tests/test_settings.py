@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from backend.server.processes import free_ports, port_is_free
 from backend.settings import PROJECT_ROOT, SettingsError, load_settings
 
 
@@ -53,6 +54,15 @@ def test_env_file_values_are_read_and_validated(tmp_path) -> None:
 def test_same_port_for_ui_and_vllm_is_refused() -> None:
     with pytest.raises(SettingsError, match="pick two ports"):
         load_settings(_env_file=None, vllm_port=7860, ui_port=7860)
+
+
+def test_free_ports_are_different_and_free_so_test_settings_never_get_one_port_twice() -> None:
+    # Two free_port() calls in a row once gave the same port (the kernel reused the one just released),
+    # and a test's settings were refused for it; free_ports holds every socket while it picks.
+    for _ in range(20):
+        ports = free_ports(8)
+        assert len(set(ports)) == 8
+        assert all(port_is_free("127.0.0.1", port) for port in ports)
 
 
 def test_external_mode_strips_v1_suffix() -> None:

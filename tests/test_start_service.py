@@ -22,7 +22,7 @@ from backend.qa.history_db import prepare
 from backend.server import processes
 from backend.server_status import read_status
 from backend.settings import PROJECT_ROOT
-from tests.conftest import free_port
+from tests.conftest import free_ports
 
 pytestmark = pytest.mark.server
 READY = "chat ready at"
@@ -33,7 +33,7 @@ class RunningService:
     """start_service.sh started with its own ports and data folder; remembers every process it spawned."""
 
     def __init__(self, tmp_path, ports: tuple[int, int] | None = None, **extra_env: str) -> None:
-        self.vllm_port, self.ui_port = ports or (free_port(), free_port())
+        self.vllm_port, self.ui_port = ports or tuple(free_ports(2))
         env = {**os.environ, "RCHAT_VLLM_PORT": str(self.vllm_port), "RCHAT_UI_PORT": str(self.ui_port),
                "RCHAT_LOG_DIR": str(tmp_path), "RCHAT_DATA_DIR": str(tmp_path / "data"), **extra_env}
         self.proc = subprocess.Popen([str(PROJECT_ROOT / "start_service.sh")], env=env, text=True,
@@ -357,7 +357,7 @@ def test_a_bad_setting_stops_the_start_in_one_line_and_changes_nothing_stored(tm
         con.execute("INSERT INTO kept VALUES ('a chat someone cares about')")
     con.close()
     before = _snapshot(data_dir)
-    ports = free_port(), free_port()
+    ports = tuple(free_ports(2))
     env = {**os.environ, "RCHAT_VLLM_PORT": str(ports[0]), "RCHAT_UI_PORT": str(ports[1]),
            "RCHAT_LOG_DIR": str(tmp_path / "logs"), "RCHAT_DATA_DIR": str(data_dir), key: value}
     done = subprocess.run([str(PROJECT_ROOT / "start_service.sh")], env=env, capture_output=True, text=True, timeout=180)

@@ -24,7 +24,7 @@ from backend.bench import report
 from backend.bench.direct import run_direct
 from backend.bench.fast_server import fast_server
 from backend.bench.stats import StreamRecord, summarize
-from backend.server.processes import free_port
+from backend.server.processes import free_port, free_ports
 from backend.settings import PROJECT_ROOT, load_settings
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import build_launch, vllm_python
@@ -82,7 +82,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def throughput(args: argparse.Namespace, stack: ExitStack, dtype: str) -> dict:
-    settings = load_settings(vllm_port=free_port(), ui_port=free_port())
+    vllm_port, ui_port = free_ports(2)
+    settings = load_settings(vllm_port=vllm_port, ui_port=ui_port)
     if args.url:
         url, key, model = args.url.rstrip("/"), args.api_key, settings.resolved_served_name
     elif args.fast_server:
@@ -169,7 +170,8 @@ def startup(stack: ExitStack) -> dict:
     cache = Path(tempfile.mkdtemp(prefix="vllm-cache-"))
     for eager in (True, False):
         for attempt in ("first", "second"):
-            settings = load_settings(vllm_port=free_port(), ui_port=free_port(), enforce_eager=eager)
+            vllm_port, ui_port = free_ports(2)
+            settings = load_settings(vllm_port=vllm_port, ui_port=ui_port, enforce_eager=eager)
             launch = build_launch(settings, api_key="bench")
             launch.env["VLLM_CACHE_ROOT"] = str(cache / ("eager" if eager else "compiled"))
             with VLLMServer(settings, launch=launch, log_path=cache / "vllm.log") as server:

@@ -25,7 +25,7 @@ from backend.bench.__main__ import PROMPT, _levels, baseline
 from backend.bench.direct import run_direct
 from backend.bench.stats import summarize
 from backend.server import cpu_host, self_test
-from backend.server.processes import free_port
+from backend.server.processes import free_ports
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import (
     LaunchSpec,
@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-baseline", action="store_true")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "results")
     args = p.parse_args(argv)
-    settings = load_settings(vllm_port=free_port(), ui_port=free_port(), device="cpu")
+    vllm_port, ui_port = free_ports(2)
+    settings = load_settings(vllm_port=vllm_port, ui_port=ui_port, device="cpu")
     known = variants(settings)
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     if unknown := [n for n in names if n not in known]:

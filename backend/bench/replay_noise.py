@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from backend.server.engine_facts import cpu_facts
-from backend.server.processes import free_port
+from backend.server.processes import free_ports
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import resolve_device
 from backend.settings import PROJECT_ROOT, load_settings
@@ -104,7 +104,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    settings = load_settings(vllm_port=free_port(), ui_port=free_port())
+    vllm_port, ui_port = free_ports(2)
+    settings = load_settings(vllm_port=vllm_port, ui_port=ui_port)
     device = resolve_device(settings)
     with ExitStack() as stack:
         if args.url:

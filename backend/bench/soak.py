@@ -34,7 +34,7 @@ import psutil
 from backend.bench.chainlit_client import ChainlitSession
 from backend.errors import NOTICE_MARK
 from backend.qa.export import load_records
-from backend.server.processes import free_port, listener_pid
+from backend.server.processes import free_port, free_ports, listener_pid
 from backend.bench.report import start_run
 from backend.settings import PROJECT_ROOT, load_settings
 
@@ -236,7 +236,8 @@ def own_page(args: argparse.Namespace, stack: ExitStack) -> tuple[str, Path]:
     from backend.bench.ui_process import chainlit_app
 
     work = Path(tempfile.mkdtemp(prefix="soak-"))
-    settings = load_settings(vllm_port=free_port(), ui_port=free_port(), log_dir=work)
+    vllm_port, ui_port = free_ports(2)
+    settings = load_settings(vllm_port=vllm_port, ui_port=ui_port, log_dir=work)
     say("starting the managed vLLM server")
     server = stack.enter_context(VLLMServer(settings, log_path=work / "vllm.log"))
     env = {"RCHAT_BASE_URL": server.url, "RCHAT_API_KEY": server.api_key,

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import psutil
@@ -83,9 +84,17 @@ def _alive(proc: psutil.Process) -> bool:
 
 def free_port() -> int:
     """A port on 127.0.0.1 that nothing listens on right now (the kernel picks it)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` different free ports: all are held open while picking, since the kernel may hand a
+    port it just released out again (two free_port() calls gave one port twice, seen once in CI)."""
+    with ExitStack() as held:
+        socks = [held.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
 
 
 def port_is_free(host: str, port: int) -> bool:
