@@ -20,7 +20,7 @@ def host(name: str) -> tuple[frozenset[str], str]:
 
 @pytest.mark.parametrize(("name", "dtype", "why"), [
     ("amd_epyc_avx512_bf16.txt", "bfloat16", "AVX-512 bf16 and no AMX"),
-    ("intel_xeon_amx.txt", "bfloat16", "self-test checks AMX"),
+    ("intel_xeon_amx.txt", "bfloat16", "oneDNN kept off AMX"),
     ("intel_haswell_avx2.txt", "float32", "no AVX-512 bf16"),
 ])
 def test_dtype_follows_the_cpu_flags(name: str, dtype: str, why: str) -> None:
@@ -34,15 +34,15 @@ def test_dtype_follows_the_cpu_flags(name: str, dtype: str, why: str) -> None:
 
 def test_amx_hosts_can_keep_onednn_off_amx_and_ask_for_tile_state() -> None:
     amx, _ = host("intel_xeon_amx.txt")
-    assert "ONEDNN_MAX_CPU_ISA" not in cpu_host.choose(amx, preloads=[]).env  # AMX kernels first
-    capped = cpu_host.choose(amx, preloads=[cpu_host.TCMALLOC], onednn_amx=False)
+    assert "ONEDNN_MAX_CPU_ISA" not in cpu_host.choose(amx, preloads=[], onednn_amx=True).env  # asked for
+    capped = cpu_host.choose(amx, preloads=[cpu_host.TCMALLOC])
     assert capped.dtype == "bfloat16" and "oneDNN kept off AMX" in capped.reason
     env = capped.env
     assert env["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16"
     assert env["LD_PRELOAD"] == str(cpu_host.TCMALLOC)
     assert (Path(env["PYTHONPATH"]) / "sitecustomize.py").is_file()
     for other in ("amd_epyc_avx512_bf16.txt", "intel_haswell_avx2.txt"):
-        env = cpu_host.choose(host(other)[0], preloads=[], onednn_amx=False).env
+        env = cpu_host.choose(host(other)[0], preloads=[]).env
         assert not {"ONEDNN_MAX_CPU_ISA", "PYTHONPATH"} & set(env)
 
 

