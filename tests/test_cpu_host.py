@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,8 +51,6 @@ def test_amx_hosts_can_keep_onednn_off_amx_and_ask_for_tile_state() -> None:
 def test_the_amx_boot_file_runs_in_a_plain_python(tmp_path: Path) -> None:
     """What vLLM's processes run first on an AMX host: it must import cleanly anywhere (no AMX here
     is fine: the request then fails quietly) and leave the interpreter working."""
-    import subprocess
-    import sys
     env = {"PYTHONPATH": str(cpu_host.AMX_BOOT), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", "import sitecustomize, sys; print(sitecustomize.__file__)"],
                          env=env, capture_output=True, text=True, timeout=60, check=True)

@@ -43,6 +43,14 @@ def bf16_launch(settings: Settings) -> LaunchSpec:
                       why=BF16_HOST.reason)
 
 
+def restart(server: VLLMServer, said: list[str]) -> tuple[str | None, str]:
+    """Start the server again with its (switched) launch, as the launcher's supervision loop does."""
+    server.stop()
+    server.start()
+    server.wait_healthy()
+    return self_test.after_healthy(server, say=said.append)
+
+
 def test_a_wrong_answer_in_a_chosen_bf16_switches_to_float32_which_answers_right(tmp_path: Path, on_host) -> None:
     """The launcher's after-healthy hook: a wrong answer in a chosen bf16 switches the launch and says why;
     started again with that launch (as the launcher's supervision loop does: tests/test_supervision.py),
@@ -54,20 +62,9 @@ def test_a_wrong_answer_in_a_chosen_bf16_switches_to_float32_which_answers_right
         reason, warning = self_test.after_healthy(server, say=said.append)
         assert reason and "float32" in reason and server.launch.dtype == "float32"
         assert "--dtype float32" in " ".join(server.launch.argv)
-        server.stop()
-        server.start()
-        server.wait_healthy()
-        assert self_test.after_healthy(server, say=said.append) == (None, "")
+        assert restart(server, said) == (None, "")
     assert "float32" in warning and "bfloat16" in warning and "Parlement" in warning
     assert said[-1].startswith("self-test passed in float32")
-
-
-def restart(server: VLLMServer, said: list[str]) -> tuple[str | None, str]:
-    """Start the server again with its (switched) launch, as the launcher's supervision loop does."""
-    server.stop()
-    server.start()
-    server.wait_healthy()
-    return self_test.after_healthy(server, say=said.append)
 
 
 def test_on_amx_a_wrong_bf16_answer_first_keeps_onednn_off_amx(tmp_path: Path, on_host) -> None:

@@ -57,19 +57,19 @@ def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
     bf16-lean leaves oneDNN its AMX kernels: RCHAT_ONEDNN_AMX=true); `defaults-chunked` is the
     defaults with chunked prefill back on (what turning it off for drawn seeds costs)."""
     bind, preload = _host_parts(settings)
+    lean = cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))  # tcmalloc only
     return {
         "today": lambda: _spec(settings, "float32", {}),
         "bind": lambda: _spec(settings, "float32", bind),
         "preload": lambda: _spec(settings, "float32", preload),
         "defaults": lambda: build_launch(settings, api_key=settings.api_key.get_secret_value()),
-        "bf16-capped": lambda: _spec(settings, "bfloat16", {**cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings))),
-                                                            **cpu_host.AMX_ENV}),
+        "bf16-capped": lambda: _spec(settings, "bfloat16", {**lean, **cpu_host.AMX_ENV}),
         "defaults-chunked": lambda: build_launch(settings.model_copy(update={"enable_chunked_prefill": True}),
                                                  api_key=settings.api_key.get_secret_value()),
         "bf16": lambda: _spec(settings, "bfloat16", {**bind, **preload}),
         "fp16": lambda: _spec(settings, "float16", {**bind, **preload}),
-        "bf16-lean": lambda: _spec(settings, "bfloat16", cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))),
-        "fp16-lean": lambda: _spec(settings, "float16", cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))),
+        "bf16-lean": lambda: _spec(settings, "bfloat16", lean),
+        "fp16-lean": lambda: _spec(settings, "float16", lean),
     }
 
 

