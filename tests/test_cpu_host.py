@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from backend.server import cpu_host
-from backend.server.vllm_command import build_argv, build_env, dtype_reason
+from backend.server import cpu_host, self_test
+from backend.server.supervisor import VLLMServer
+from backend.server.vllm_command import (
+    build_argv,
+    build_env,
+    build_launch,
+    dtype_reason,
+)
 from tests.conftest import make_settings
 
 RECORDED = Path(__file__).parent / "cpuinfo"
@@ -58,9 +65,47 @@ def test_the_amx_boot_file_runs_in_a_plain_python(tmp_path: Path) -> None:
     assert out.stderr == ""
 
 
-def test_binding_every_cpu_for_the_bench_variant() -> None:
-    assert cpu_host.thread_env([1, 0]) == {"VLLM_CPU_OMP_THREADS_BIND": "0,1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
-    assert cpu_host.thread_env([3]) == {}
+def test_every_core_is_bound_only_when_asked() -> None:
+    """RCHAT_CPU_ALL_CORES: every CPU bound, none reserved, OpenMP threads that sleep at once; said at start."""
+    flags, _ = host("intel_xeon_amx.txt")
+    default = cpu_host.choose(flags, preloads=[])
+    assert not {"VLLM_CPU_OMP_THREADS_BIND", "KMP_BLOCKTIME"} & set(default.env)
+    assert "vLLM's own" in default.threads
+    every = cpu_host.choose(flags, preloads=[], all_cores=[1, 0])
+    assert every.env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1" and every.env["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0"
+    assert every.env["KMP_BLOCKTIME"] == "0"
+    assert every.env["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16"  # the dtype's own env is kept
+    assert "every core (0,1)" in every.threads and "RCHAT_CPU_ALL_CORES" in every.threads
+    one = cpu_host.choose(flags, preloads=[], all_cores=[3])  # one CPU: nothing to bind
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in one.env and "vLLM's own" in one.threads
+
+
+def test_the_all_cores_setting_reaches_the_launch_with_intel_openmp(tmp_path: Path, monkeypatch) -> None:
+    venv_python = tmp_path / "venv" / "bin" / "python"
+    (tmp_path / "venv" / "lib").mkdir(parents=True)
+    (tmp_path / "venv" / "lib" / "libiomp5.so").write_bytes(b"")
+    flags, _ = host("amd_epyc_avx512_bf16.txt")
+    monkeypatch.setattr(cpu_host, "read_host", lambda: (flags, "recorded", [0, 1]))
+    launch = build_launch(make_settings(tmp_path, vllm_python=str(venv_python), device="cpu", cpu_all_cores=True),
+                          api_key="k")
+    assert launch.env["LD_PRELOAD"].endswith("libiomp5.so") and launch.env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1"
+    assert "every core" in launch.threads
+    plain = build_launch(make_settings(tmp_path, vllm_python=str(venv_python), device="cpu"), api_key="k")
+    assert "libiomp5" not in plain.env.get("LD_PRELOAD", "") and "vLLM's own" in plain.threads
+
+
+@pytest.mark.server
+def test_on_every_core_the_real_server_binds_them_all_and_answers_right(tmp_path: Path) -> None:
+    """RCHAT_CPU_ALL_CORES on this machine: vLLM's log shows its threads on every CPU we may use, with
+    Intel OpenMP preloaded, and the self-test's known answers still come back right."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU: nothing to bind")
+    with VLLMServer(make_settings(tmp_path, device="cpu", cpu_all_cores=True)) as server:
+        assert "libiomp5.so" in server.launch.env["LD_PRELOAD"]
+        verdict = self_test.ask(server.url, server.api_key, server.settings.resolved_served_name)
+        assert verdict.ok, verdict.problem
+        assert f"core ids={cpus}" in server.log_path.read_text()
 
 
 def test_intel_openmp_is_preloaded_only_when_asked(tmp_path: Path) -> None:

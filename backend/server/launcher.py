@@ -166,6 +166,8 @@ class Launcher:
             say(f"starting vLLM on {s.server_url} ({self.server.launch.device}), model {s.resolved_model}")
             say(f"vLLM log: {self.server.log_path}")
             say(f"dtype {self.server.launch.dtype or 'auto'}: {self.server.launch.why}")
+            if self.server.launch.threads:
+                say(f"CPU threads: {self.server.launch.threads}")
             # The engine facts for the answers' stamps; the model files hash is cached on disk, so
             # only a new model costs time here (seconds for the embedded one).
             self.engine = launch_facts(self.server.launch, model_path=s.resolved_model)

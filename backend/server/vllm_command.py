@@ -30,6 +30,7 @@ class LaunchSpec:
     device: str
     dtype: str | None = None  # None: the model's own
     why: str = ""
+    threads: str = ""  # on a CPU: how vLLM's compute threads are laid out, for the start-up output
 
 
 def detect_device() -> str:
@@ -165,9 +166,10 @@ def build_env(settings: Settings, *, api_key: str, host: HostChoice | None = Non
 
 def read_host_choice(settings: Settings) -> HostChoice:
     """This machine's CPU defaults (reads /proc/cpuinfo and looks for the preload libraries)."""
-    flags, _model, _cpus = cpu_host.read_host()
-    return cpu_host.choose(flags, preloads=cpu_host.find_preloads(vllm_python(settings)),
-                           onednn_amx=settings.onednn_amx)
+    flags, _model, cpus = cpu_host.read_host()
+    preloads = cpu_host.find_preloads(vllm_python(settings), intel_openmp=settings.cpu_all_cores)
+    return cpu_host.choose(flags, preloads=preloads, onednn_amx=settings.onednn_amx,
+                           all_cores=cpus if settings.cpu_all_cores else None)
 
 
 def build_launch(settings: Settings, *, api_key: str) -> LaunchSpec:
@@ -175,7 +177,8 @@ def build_launch(settings: Settings, *, api_key: str) -> LaunchSpec:
     host = read_host_choice(settings) if device == "cpu" else None
     return LaunchSpec(argv=build_argv(settings, device=device, host=host),
                       env=build_env(settings, api_key=api_key, host=host), device=device,
-                      dtype=effective_dtype(settings, device, host), why=dtype_reason(settings, device, host))
+                      dtype=effective_dtype(settings, device, host), why=dtype_reason(settings, device, host),
+                      threads=host.threads if host else "")
 
 
 def model_problem(settings: Settings) -> str | None:
