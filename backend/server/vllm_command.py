@@ -167,9 +167,9 @@ def build_env(settings: Settings, *, api_key: str, host: HostChoice | None = Non
 def read_host_choice(settings: Settings) -> HostChoice:
     """This machine's CPU defaults (reads /proc/cpuinfo and looks for the preload libraries)."""
     flags, _model, cpus = cpu_host.read_host()
-    preloads = cpu_host.find_preloads(vllm_python(settings), intel_openmp=settings.cpu_all_cores)
-    return cpu_host.choose(flags, preloads=preloads, onednn_amx=settings.onednn_amx,
-                           all_cores=cpus if settings.cpu_all_cores else None)
+    bind = cpu_host.cores_to_bind(settings.cpu_all_cores, cpus)
+    preloads = cpu_host.find_preloads(vllm_python(settings), intel_openmp=bool(bind))
+    return cpu_host.choose(flags, preloads=preloads, onednn_amx=settings.onednn_amx, all_cores=bind)
 
 
 def build_launch(settings: Settings, *, api_key: str) -> LaunchSpec:
