@@ -51,11 +51,9 @@ def _host_parts(settings: Settings) -> tuple[dict[str, str], dict[str, str]]:
     return cpu_host.thread_env(cpus), cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings), intel_openmp=True))
 
 
-def _defaults_with(settings: Settings, env: dict[str, str], **update) -> LaunchSpec:
-    """The defaults' launch (host-chosen dtype and env), with settings updated and env added."""
-    spec = build_launch(settings.model_copy(update=update), api_key=settings.api_key.get_secret_value())
-    spec.env.update(env)
-    return spec
+def _defaults_with(settings: Settings, **update) -> LaunchSpec:
+    """The defaults' launch (what the host picks) with some settings changed."""
+    return build_launch(settings.model_copy(update=update), api_key=settings.api_key.get_secret_value())
 
 
 def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
@@ -74,13 +72,12 @@ def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
         "today": lambda: _spec(settings, "float32", {}),
         "bind": lambda: _spec(settings, "float32", bind),
         "preload": lambda: _spec(settings, "float32", preload),
-        "defaults": lambda: build_launch(settings, api_key=settings.api_key.get_secret_value()),
+        "defaults": lambda: _defaults_with(settings),
         "bf16-capped": lambda: _spec(settings, "bfloat16", {**lean, **cpu_host.AMX_ENV}),
-        "defaults-chunked": lambda: build_launch(settings.model_copy(update={"enable_chunked_prefill": True}),
-                                                 api_key=settings.api_key.get_secret_value()),
-        "all-cores": lambda: _defaults_with(settings, {}, cpu_all_cores=True),
-        "vllm-layout": lambda: _defaults_with(settings, {}, cpu_all_cores=False),
-        "defaults-compiled": lambda: _defaults_with(settings, {}, enforce_eager=False),
+        "defaults-chunked": lambda: _defaults_with(settings, enable_chunked_prefill=True),
+        "all-cores": lambda: _defaults_with(settings, cpu_all_cores=True),
+        "vllm-layout": lambda: _defaults_with(settings, cpu_all_cores=False),
+        "defaults-compiled": lambda: _defaults_with(settings, enforce_eager=False),
         "bf16": lambda: _spec(settings, "bfloat16", {**bind, **preload}),
         "fp16": lambda: _spec(settings, "float16", {**bind, **preload}),
         "bf16-lean": lambda: _spec(settings, "bfloat16", lean),
