@@ -2,16 +2,17 @@
 
     python -m backend.bench.kernel_check --variants today,defaults,bf16-capped --lengths 2-160
 
-Why: a CPU kernel fault shows at some prompt lengths only (on the AMX host of 2026-12-05 a 37-token
-prompt came back as word salad while 56 tokens answered right), and a greedy answer compared by eye
-tells little, since bf16 drifts from float32 the way any lower precision does. The first variant
+Why: a CPU kernel fault can show at some prompt lengths only (bf16 on an AMX host was reported to
+garble prompts over 32 tokens), and a greedy answer compared by eye tells little: bf16 drifts from
+float32 the way any lower precision does, and a near tie flips with rounding (on 2026-12-06 the
+37-token "What is the capital of France?" was one, taken for a fault the day before). The first variant
 (float32: `today`) is the reference and stays up. For every length in `--lengths`, each variant
 continues the same real text cut at that length (greedy, 8 tokens, one request at a time: CONCURRENCY
 says why), and the reference scores that continuation: its mean log-probability
 per token under float32 (prompt_logprobs, teacher-forced). A right bf16 picks tokens float32 finds
 likely too, a few hundredths of a nat below float32's own choice; a garbling kernel's tokens are
-whole nats less likely. (Scoring the prompt alone is not enough: on 2026-12-06 the garbling setup
-scored every prompt within 0.07 nats of float32; its fault is in the decode that follows.) Then the
+whole nats less likely. (Continuations, not the prompt's own scores: a fault in the decode that
+follows a prefill would not show in those.) Then the
 39 questions of backend/qa/questions.json are answered greedily (48 tokens, 16 at once) and their
 first words compared with the reference's. The text is the question set's own questions, one
 after another: real prompts, not random tokens. Prints a table, writes results/kernel-check-<time>.json.
@@ -39,8 +40,8 @@ from backend.settings import PROJECT_ROOT, Settings, load_settings
 
 QUESTIONS = PROJECT_ROOT / "backend" / "qa" / "questions.json"
 CONTINUE_TOKENS = 8
-# One request at a time, as one user asks: on 2026-12-06 the garbling setup continued every length
-# right with 8 requests at once (shared batches) and garbled alone.
+# One request at a time, as one user asks and as the self-test does; 8 at once (shared batches) found
+# the same on 2026-12-06.
 CONCURRENCY = 1
 OFF_NATS = 1.0  # a continuation this much less likely per token under float32 than float32's own is wrong
 

