@@ -3,9 +3,10 @@
 Why: /health only says the process is up, not that the model computes right (on an Intel Xeon with
 AMX, bf16 was once reported to answer prompts over 32 tokens with word salad, and a CPU kernel fault
 can depend on the prompt's length). So, once healthy, we ask the embedded model greedy questions
-with a clear known answer at two prompt lengths over 32 tokens (PROMPTS says what "clear" means). A wrong answer in a chosen dtype other than float32 relaunches vLLM in
-float32 (on an AMX CPU in bf16, first in bf16 with oneDNN kept off AMX: cpu_host.py says why); a
-dtype the user set (RCHAT_DTYPE) is kept, and the wrong answer is warned about instead.
+with a clear known answer at two prompt lengths over 32 tokens (PROMPTS says what "clear" means).
+A wrong answer in a chosen dtype other than float32 relaunches vLLM in float32 (on an AMX CPU in
+bf16, first in bf16 with oneDNN kept off AMX: cpu_host.py says why); a dtype the user set
+(RCHAT_DTYPE) is kept, and the wrong answer is warned about instead.
 The console and the chat page (through the launcher's status file) say which happened and why.
 """
 
