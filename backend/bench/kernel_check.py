@@ -99,7 +99,11 @@ def running(name: str, settings: Settings) -> Iterator[Server]:
     log = Path(tempfile.mkdtemp()) / f"vllm-{name}.log"
     with VLLMServer(settings, launch=spec, log_path=log) as server:
         say(f"{name}: healthy after {server.ready_after:.0f} s (log {log})")
-        yield Server(server.url, server.api_key, settings.resolved_served_name)
+        client = Server(server.url, server.api_key, settings.resolved_served_name)
+        try:
+            yield client
+        finally:
+            client.client.close()
 
 
 def check_variant(name: str, settings: Settings, ref: Server, prompts: list[list[int]]) -> dict:
