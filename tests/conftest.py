@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.server import processes
+from backend.server import processes, self_test
 from backend.server.processes import free_port, free_ports
 from backend.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server.supervisor import VLLMServer
@@ -19,7 +19,7 @@ from backend.settings import PROJECT_ROOT, Settings, load_settings
 # A question the embedded model answers "The capital of France is Paris." greedily, in float32 and in
 # every bf16 setup measured, by a clear margin: the self-test's first. The plain "What is the capital
 # of France?" is a near tie with "L'Étoile, ..." (backend/server/self_test.py says more).
-CLEAR_QUESTION = "Please answer in one short sentence: what is the capital of France?"
+CLEAR_QUESTION = self_test.PROMPTS[0]
 
 
 # No test inherits the shell's settings: a developer's RCHAT_* variables would change what is tested.

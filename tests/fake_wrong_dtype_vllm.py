@@ -1,11 +1,11 @@
 """A stand-in for `python -m vllm.entrypoints.openai.api_server` that answers wrong unless run in float32.
 
 Why fake: a kernel fault (bf16 word salad was reported on an AMX CPU) can't be made on demand, and
-the fallback must be tested on every host, the ones where bf16 answers right included. It takes vLLM's argv (the
-supervisor's own command line, run through a `vllm_python` wrapper) and serves /health and a
-non-streaming /v1/chat/completions: with `--dtype float32` it names Paris, with any other dtype it
-answers word salad, unless oneDNN is kept off AMX (ONEDNN_MAX_CPU_ISA
-in its environment) and FAKE_SALAD_EVEN_CAPPED is not set: so each step of the fallback can be walked.
+the fallback must be tested on every host, the ones where bf16 answers right included. It takes
+vLLM's argv (the supervisor's own command line, run through a `vllm_python` wrapper) and serves
+/health and a non-streaming /v1/chat/completions: with `--dtype float32` it names Paris, with any
+other dtype it answers word salad, unless oneDNN is kept off AMX (ONEDNN_MAX_CPU_ISA in its
+environment) and FAKE_SALAD_EVEN_CAPPED is not set: so each step of the fallback can be walked.
 Run: python -m tests.fake_wrong_dtype_vllm -m vllm.entrypoints.openai.api_server --port N --dtype D ...
 """
 

@@ -56,10 +56,10 @@ def _lengths(text: str) -> list[int]:
 
 
 class Server:
-    """One running variant: a client for its OpenAI API."""
+    """One running variant: a client for its OpenAI API, and the dtype it runs in."""
 
-    def __init__(self, url: str, api_key: str, model: str) -> None:
-        self.url, self.model = url, model
+    def __init__(self, url: str, api_key: str, model: str, dtype: str) -> None:
+        self.url, self.model, self.dtype = url, model, dtype
         self.client = httpx.Client(headers={"Authorization": f"Bearer {api_key}"}, timeout=300)
 
     def post(self, path: str, body: dict) -> dict:
@@ -84,8 +84,7 @@ class Server:
             data = self.post("/v1/chat/completions", {"temperature": 0, "max_tokens": 48,
                                                       "messages": [{"role": "user", "content": q}]})
             return data["choices"][0]["message"]["content"] or ""
-        with ThreadPoolExecutor(16) as pool:
-            return list(pool.map(one, questions))
+        return _parallel(one, questions, 16)
 
 
 def _parallel(fn, items: list, workers: int = 1) -> list:
@@ -99,22 +98,26 @@ def running(name: str, settings: Settings) -> Iterator[Server]:
     log = Path(tempfile.mkdtemp()) / f"vllm-{name}.log"
     with VLLMServer(settings, launch=spec, log_path=log) as server:
         say(f"{name}: healthy after {server.ready_after:.0f} s (log {log})")
-        client = Server(server.url, server.api_key, settings.resolved_served_name)
+        client = Server(server.url, server.api_key, settings.resolved_served_name, spec.dtype)
         try:
             yield client
         finally:
             client.client.close()
 
 
-def check_variant(name: str, settings: Settings, ref: Server, prompts: list[list[int]]) -> dict:
-    """The variant's continuations and answers, its continuations scored by the reference."""
-    with running(name, settings) as server:
-        continuations = _parallel(server.continuation, prompts, CONCURRENCY)
-        answers = server.answers(question_texts())
+def measure(server: Server, ref: Server, prompts: list[list[int]]) -> dict:
+    """A server's continuations and answers, its continuations scored by the reference (itself, for the reference)."""
+    continuations = _parallel(server.continuation, prompts, CONCURRENCY)
+    answers = server.answers(question_texts())
     scores = _parallel(lambda pc: ref.score(*pc), list(zip(prompts, continuations, strict=True)))
-    say(f"{name}: {len(prompts)} continuations scored, {len(answers)} answers")
-    return {"dtype": variants(settings)[name]().dtype, "continuations": continuations, "scores": scores,
-            "answers": answers}
+    return {"dtype": server.dtype, "continuations": continuations, "scores": scores, "answers": answers}
+
+
+def check_variant(name: str, settings: Settings, ref: Server, prompts: list[list[int]]) -> dict:
+    with running(name, settings) as server:
+        result = measure(server, ref, prompts)
+    say(f"{name}: {len(prompts)} continuations scored, {len(result['answers'])} answers")
+    return result
 
 
 def compare(names: list[str], results: dict, lengths: list[int]) -> list[dict]:
@@ -153,10 +156,7 @@ def run(names: list[str], lengths: list[int], vllm_ports: list[int], ui_port: in
     with running(names[0], ref_settings) as ref:
         tokens = ref.post("/tokenize", {"prompt": " ".join(question_texts())})["tokens"]
         prompts = [tokens[:n] for n in lengths if n <= len(tokens)]
-        own = _parallel(ref.continuation, prompts, CONCURRENCY)
-        results[names[0]] = {"dtype": variants(ref_settings)[names[0]]().dtype, "continuations": own,
-                             "scores": _parallel(lambda pc: ref.score(*pc), list(zip(prompts, own, strict=True))),
-                             "answers": ref.answers(question_texts())}
+        results[names[0]] = measure(ref, ref, prompts)
         for name in names[1:]:
             results[name] = check_variant(name, settings, ref, prompts)
     return {"lengths": [len(p) for p in prompts], "variants": results}
