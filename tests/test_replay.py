@@ -89,7 +89,7 @@ def test_the_model_hash_covers_weights_and_tokenizer_and_is_cached(tmp_path: Pat
 # --- engine facts ---
 
 def test_launch_facts_say_how_vllm_computes_and_leave_secrets_out(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, device="cpu", dtype="float32",
+    settings = make_settings(tmp_path, device="cpu", dtype="float32", enforce_eager=True,
                              vllm_extra_args="--api-key sekrit --hf-token=abc --seed 7")
     spec = build_launch(settings, api_key="the-key")
     facts = launch_facts(spec, model_path=settings.resolved_model, with_hash=False)
@@ -210,8 +210,9 @@ async def test_a_sampled_answer_replays_identically_from_the_command_line(sampli
     assert stamp["seed_source"] == "drawn" and isinstance(stamp["seed"], int) and stamp["sampling"]["temperature"] == 0.7
     assert stamp["request"]["messages"][-1] == {"role": "user", "content": QUESTION}
     engine = stamp["engine"]
-    host_dtype = build_launch(settings_of(served), api_key="k").dtype  # float32 or bfloat16, by the CPU
-    assert engine["source"] == "launcher" and engine["dtype"] == host_dtype and engine["enforce_eager"] is True
+    launch = build_launch(settings_of(served), api_key="k")  # float32 or bfloat16, compiled or eager, by the host
+    assert engine["source"] == "launcher" and engine["dtype"] == launch.dtype
+    assert engine["enforce_eager"] is ("--enforce-eager" in launch.argv)
     assert engine["enable_chunked_prefill"] is False  # what lets a CPU engine take drawn seeds
     assert engine["model_hash"].startswith("sha256:") and "--max-model-len" in engine["flags"]
     assert engine["served_max_model_len"] == 4096 and engine["vllm_version"] == stamp["vllm_version"] != "unknown"

@@ -65,7 +65,8 @@ def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
     defaults with chunked prefill back on (what turning it off for drawn seeds costs);
     `all-cores`/`vllm-layout` are the defaults with RCHAT_CPU_ALL_CORES true/false (every core bound
     with Intel OpenMP that does not spin / vLLM's own threads, one core kept for its API server);
-    `defaults-compiled` drops --enforce-eager (torch.compile)."""
+    `defaults-eager` is the defaults with --enforce-eager (the CPU default until 2026-12-06; `defaults`
+    is compiled with torch.compile where the host has a C++ compiler)."""
     bind, preload = _host_parts(settings)
     lean = cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings)))  # tcmalloc only
     return {
@@ -77,7 +78,7 @@ def variants(settings: Settings) -> dict[str, Callable[[], LaunchSpec]]:
         "defaults-chunked": lambda: _defaults_with(settings, enable_chunked_prefill=True),
         "all-cores": lambda: _defaults_with(settings, cpu_all_cores=True),
         "vllm-layout": lambda: _defaults_with(settings, cpu_all_cores=False),
-        "defaults-compiled": lambda: _defaults_with(settings, enforce_eager=False),
+        "defaults-eager": lambda: _defaults_with(settings, enforce_eager=True),
         "bf16": lambda: _spec(settings, "bfloat16", {**bind, **preload}),
         "fp16": lambda: _spec(settings, "float16", {**bind, **preload}),
         "bf16-lean": lambda: _spec(settings, "bfloat16", lean),

@@ -168,6 +168,8 @@ class Launcher:
             say(f"dtype {self.server.launch.dtype or 'auto'}: {self.server.launch.why}")
             if self.server.launch.threads:
                 say(f"CPU threads: {self.server.launch.threads}")
+            if self.server.launch.compile:
+                say(f"CPU compile: {self.server.launch.compile}")
             # The engine facts for the answers' stamps; the model files hash is cached on disk, so
             # only a new model costs time here (seconds for the embedded one).
             self.engine = launch_facts(self.server.launch, model_path=s.resolved_model)

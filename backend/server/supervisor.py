@@ -47,6 +47,7 @@ PHASES = (
     ("Starting to load model", "loading weights"),
     ("Loading weights took", "weights loaded, sizing the KV cache"),
     ("Compiling a graph", "compiling the model (slow the first time)"),
+    ("Warming up model for the compilation", "compiling the model (about a minute the first time, then cached)"),
     ("Directly load the compiled graph", "loading the compiled model from cache"),
     ("KV cache size", "allocating the KV cache"),
     ("Capturing CUDA graph", "capturing CUDA graphs"),

