@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from backend.server import cpu_compile
+from backend.server import cpu_compile, vllm_command
 from backend.server.supervisor import phase_of
-from backend.server import vllm_command
 from backend.server.vllm_command import build_launch
 from tests.conftest import make_settings
 
