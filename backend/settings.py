@@ -7,6 +7,7 @@ prefix `RCHAT_` (a prefix, because names like `VLLM_PORT` already mean something
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 from pathlib import Path
@@ -22,6 +23,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ENV_PREFIX = "RCHAT_"
 EMBEDDED_MODEL_DIR = PROJECT_ROOT / ".cache" / "models" / "smollm2-135m-instruct"
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
+PAGE_REPLICA_ENV = "RCHAT_PAGE_REPLICA"  # not a setting: the launcher tells each balanced page process its place
 
 # The quantization methods vLLM accepts for `--quantization` (a stable subset; others via extra args).
 QUANTIZATIONS = (
@@ -61,6 +63,7 @@ class Settings(BaseSettings):
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer slices.")
     pipeline_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer stages.")
     data_parallel_size: int = Field(1, ge=1, description="Model copies, one per GPU group.")
+    api_server_count: int = Field(1, ge=1, le=64, description="On a GPU, vLLM API server processes in front of the engine (--api-server-count); 1 until measured.")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="Weights/activations dtype; auto = from the CPU's flags on CPU (bfloat16 with AVX-512 bf16, float32 without it), the model's on GPU. Self-tested at start.")
     onednn_amx: bool = Field(True, description="On AMX CPUs in bfloat16, let oneDNN use its AMX kernels, as vLLM does: 2.0x float32 at 16 streams (1.2x with it off) and 3-4x faster to the first token of a long prompt, but one answer alone streams about 12 % slower in the browser; right at every prompt length (backend/bench/kernel_check.py). false keeps oneDNN off AMX. A wrong start-up self-test answer restarts with it off, then in float32.")
     cpu_all_cores: bool = Field(False, description="On CPU, compute on every core (bound, Intel OpenMP, KMP_BLOCKTIME=0) instead of vLLM's layout that keeps one core for its API server: 1.3-1.5x faster on a quiet 2-core host for API clients, but slower when the browser showing the page (or any busy program) runs on the same cores: 18-20 against 23 tok/s in Chromium. For a server whose page is viewed from other machines.")
@@ -79,6 +82,7 @@ class Settings(BaseSettings):
     # --- the UI ---
     ui_host: str = Field("127.0.0.1", description="Interface the chat page listens on (0.0.0.0 for a LAN).")
     ui_port: int = Field(7860, ge=1, le=65535, description="Port of the chat page.")
+    page_workers: int | None = Field(None, ge=1, le=64, description="Chat page processes behind HAProxy on ui_port; empty = 1 on a CPU host, 4 on a GPU host (to be measured); 1 = no balancer.")
     # --- the client ---
     connect_timeout: float = Field(5.0, gt=0, description="Seconds to open a connection to the server.")
     first_token_timeout: float = Field(60.0, gt=0, description="Seconds to wait for the first streamed token.")
@@ -118,7 +122,8 @@ class Settings(BaseSettings):
 
     @field_validator(
         "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-        "block_size", "enable_prefix_caching", "enable_chunked_prefill", "enforce_eager", mode="before",
+        "block_size", "enable_prefix_caching", "enable_chunked_prefill", "enforce_eager", "page_workers",
+        mode="before",
     )
     @classmethod
     def _empty_is_default(cls, value: object) -> object:
@@ -218,6 +223,13 @@ def describe_error(exc: ValidationError) -> str:
         message = err["msg"].removeprefix("Value error, ")
         lines.append(f"Bad setting {name}{shown}: {message}.")
     return " ".join(lines)
+
+
+def page_replica() -> tuple[int, int] | None:
+    """(index, count) of this chat page process behind the balancer, from PAGE_REPLICA_ENV ("2/4", set by
+    the launcher for each page it starts); None for the one page of a plain start."""
+    index, _, count = os.environ.get(PAGE_REPLICA_ENV, "").partition("/")
+    return (int(index), int(count)) if index.isdigit() and count.isdigit() else None
 
 
 def new_api_key() -> str:
