@@ -19,7 +19,7 @@ from backend.page.notices import guarded, notice
 from backend.page.replay_view import send_replay
 from backend.page.settings_panel import settings_widgets
 from backend.qa.accounts import LOCAL_USER, check_password
-from backend.qa.question_set import starters
+from backend.answers.grading.question_set import starters
 from backend.qa.setup import set_up
 from backend.settings import load_settings
 
@@ -200,7 +200,7 @@ async def respond(*, sample: int) -> None:
     result = await answer(client=client, settings=settings, conversation=conversation,
                           sampling=cl.user_session.get("sampling"), sample=sample,
                           stop_requested=stop.is_set,
-                          actions=lambda: answer_actions(sample))
+                          actions=lambda: answer_actions(sample), session_id=cl.context.session.thread_id)
     cl.user_session.set("actions", result.message.actions if result.message is not None else [])
-    if result.answer:
-        conversation.add_assistant(result.answer)
+    if result.text:
+        conversation.add_assistant(result.text)

@@ -9,7 +9,8 @@ cannot be made to hang mid-stream. This one answers according to a keyword in th
   HANG    sends the first chunk, then nothing (for the idle timeout)
   SILENT  accepts the request and never sends a token (for the first-token timeout)
   DROP    sends part of an answer, then breaks the connection (a server dying mid-answer)
-Run: python -m tests.fake_openai_server PORT
+Run: python -m tests.fake_openai_server PORT [REQUEST_LOG]; with REQUEST_LOG, every request body
+(and its X-Session-ID header) is appended there as one JSON line, for tests of what was sent.
 """
 
 from __future__ import annotations
@@ -46,8 +47,14 @@ def script_for(text: str) -> list[dict]:
     return [{"content": p} for p in pieces]
 
 
+REQUEST_LOG = sys.argv[2] if len(sys.argv) > 2 else ""
+
+
 async def completions(request: Request):
     body = await request.json()
+    if REQUEST_LOG:
+        with open(REQUEST_LOG, "a") as log:
+            log.write(json.dumps({**body, "x_session_id": request.headers.get("x-session-id")}) + "\n")
     text = body["messages"][-1]["content"]
 
     async def events():

@@ -21,7 +21,7 @@ from chainlit.types import Pagination, ThreadFilter
 from backend.chat.conversation import Conversation
 from backend.qa.export import load_records
 from backend.qa.history_store import HistoryStore
-from backend.qa.question_set import QUESTIONS_FILE
+from backend.answers.grading.question_set import QUESTIONS_FILE
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT
 from tests.conftest import ctrl_c_as_in_a_terminal, free_port

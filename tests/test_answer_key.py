@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backend.qa.answer_key import Verdict, check, find_question, grade
+from backend.answers.grading.answer_key import Grade, check, find_question, grade
 from backend.qa.export import to_jsonl, to_markdown
-from backend.qa.final_answer import clean, find, last_boxed, sentences
-from backend.qa.question_set import KINDS, load_questions, starters
+from backend.answers.grading.final_answer import clean, find, last_boxed, sentences
+from backend.answers.grading.question_set import KINDS, load_questions, starters
 
 BIGGER = "Which number is bigger, 9.11 or 9.8?"
 BALL = "A bat and a ball cost $1.10 in total. The bat costs $1.00 more than the ball. How much does the ball cost?"
@@ -149,7 +149,7 @@ def test_the_page_line_starts_with_the_outcome_and_the_record_keeps_what_was_rea
                           ("Maybe 9.11 or 9.8.", "Answer key: unclear — the final answer names more than one"),
                           ("No idea.", "Answer key: unclear — no final answer found")]:
         verdict = check(BIGGER, answer)
-        assert isinstance(verdict, Verdict) and verdict.describe().startswith(start)
+        assert isinstance(verdict, Grade) and verdict.describe().startswith(start)
         assert verdict.describe().endswith("expected 9.8")
         assert verdict.correct is (verdict.outcome == "correct")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from backend.qa.answer_key import OUTCOMES, grade
-from backend.qa.question_set import load_questions
+from backend.answers.grading.answer_key import OUTCOMES, grade
+from backend.answers.grading.question_set import load_questions
 
 CORPUS = Path(__file__).with_name("data") / "graded_answers.jsonl"
 

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from backend.qa.export import load_records
-from backend.qa.question_set import starters
+from backend.answers.grading.question_set import starters
 from backend.qa.verdicts import key_outcome
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT

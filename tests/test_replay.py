@@ -29,7 +29,7 @@ from backend.chat.sampling import (
 )
 from backend.model_info import model_files_hash
 from backend.page.settings_panel import settings_widgets
-from backend.qa.engine import _published, engine_facts
+from backend.engine.facts import _published, engine_facts
 from backend.qa.export import load_records
 from backend.qa.replay import NotReplayable, engine_differences, replay, replay_request
 from backend.qa.replay_report import word_diff

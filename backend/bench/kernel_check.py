@@ -13,7 +13,7 @@ per token under float32 (prompt_logprobs, teacher-forced). A right bf16 picks to
 likely too, a few hundredths of a nat below float32's own choice; a garbling kernel's tokens are
 whole nats less likely. (Continuations, not the prompt's own scores: a fault in the decode that
 follows a prefill would not show in those.) Then the
-39 questions of backend/qa/questions.json are answered greedily (48 tokens, 16 at once) and their
+39 questions of backend/answers/grading/questions.json are answered greedily (48 tokens, 16 at once) and their
 first words compared with the reference's. The text is the question set's own questions, one
 after another: real prompts, not random tokens. Prints a table, writes results/kernel-check-<time>.json.
 """

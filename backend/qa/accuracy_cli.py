@@ -23,10 +23,11 @@ from backend.errors import BackendRejected, ChatAppError, HistoryUnavailable
 from backend.qa.accounts import LOCAL_USER
 from backend.qa.accuracy import QuestionAccuracy
 from backend.qa.accuracy_run import RunContext, Sample, ask_all
-from backend.qa.question_set import QUESTIONS_FILE, Question, load_questions
+from backend.answers.grading.question_set import QUESTIONS_FILE, Question, load_questions
 from backend.qa.run_report import table, write_chart, write_json
 from backend.qa.run_store import RunStore
-from backend.qa.stamp import now_iso, server_version
+from backend.answers.stamp import now_iso
+from backend.engine.facts import engine_facts
 from backend.settings import PROJECT_ROOT, Settings
 
 
@@ -112,9 +113,9 @@ async def _open_run(settings: Settings, options: RunOptions, questions: list[Que
         await client.models.list()  # a wrong key is found before anything is stored
     except (openai.AuthenticationError, openai.PermissionDeniedError):
         await client.close()
-        raise RunRefused(f"the model server at {settings.server_url} refused the API key. Set RCHAT_API_KEY (in "
-                         ".env) to the key it was started with; ./start_service.sh makes a new random key per "
-                         "start unless RCHAT_API_KEY is set.") from None
+        raise RunRefused(f"the model server at {settings.server_url} refused the API key. This command takes the "
+                         "key of the app running under the same settings (./start_service.sh) by itself; for a "
+                         "server started otherwise, set RCHAT_API_KEY (in .env) to the key it was started with.") from None
     except openai.OpenAIError:
         pass  # anything else shows up, worded, on the first answer
     name = (f"Accuracy run {time.strftime('%Y-%m-%d %H:%M')} · {len(questions)} question(s) × "
@@ -127,7 +128,7 @@ async def _open_run(settings: Settings, options: RunOptions, questions: list[Que
         await client.close()
         raise RunRefused(str(err)) from None
     return RunContext(client=client, settings=settings, sampling=sampling, store=store,
-                      vllm_version=await server_version(settings), slots=asyncio.Semaphore(options.parallel),
+                      engine=await engine_facts(settings), slots=asyncio.Semaphore(options.parallel),
                       on_done=on_done)
 
 
@@ -175,8 +176,8 @@ def _summarize(settings: Settings, options: RunOptions, ctx: RunContext, batches
         print(f"\nStopped by Ctrl-C. The {stored} answer(s) given so far are stored in {where}; "
               "the summary below covers them.", flush=True)
     elif failure is not None:
-        hint = (" (start_service.sh makes a new random key per start unless RCHAT_API_KEY is set: set it in .env "
-                "and restart)" if isinstance(failure, BackendRejected) else "")
+        hint = (" (a restarted app has a new key unless RCHAT_API_KEY is set: run this again to take it)"
+                if isinstance(failure, BackendRejected) else "")
         print(f"\nThe run stopped: {failure}{hint} The {stored} answer(s) given before are stored in {where}.",
               file=sys.stderr, flush=True)
     else:

@@ -1,57 +1,61 @@
 """Accuracy runs: ask every keyed question N times of the served model, grade and store every answer.
 
-Each answer goes the page's way: the same request (backend/chat/sampling.py), the same streaming
-client with its retries and timeouts (backend/chat/client.py), the same stamp (backend/qa/stamp.py)
-and the same record, stored as soon as it ends in one chat per run (backend/qa/run_store.py). The
-samples of one question are asked together (vLLM batches them), the questions one after another.
+Each answer goes the one answer path (backend/answers/stream.py), as on the page: the same request
+(seed guard included), streaming, grading rule, stamp and record, stored as soon as it ends in one
+chat per run (backend/qa/run_store.py). The samples of one question are asked together (vLLM
+batches them), the questions one after another.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import openai
 
+from backend.answers.grading.question_set import Question
+from backend.answers.outcome import AnswerOutcome
+from backend.answers.request import AnswerRequest, new_request
+from backend.answers.stream import stream_answer
 from backend.chat.answer_stats import AnswerStats
-from backend.chat.client import stream_chat
 from backend.chat.conversation import Conversation
-from backend.chat.sampling import Sampling, request_params
-from backend.errors import BackendRejected, BackendUnavailable, ChatAppError
+from backend.chat.sampling import Sampling
 from backend.qa.accuracy import Graded
-from backend.qa.answer_key import check
-from backend.qa.question_set import Question
 from backend.qa.run_store import RunStore
-from backend.qa.stamp import make_stamp, now_iso
-from backend.records import answer_record
 from backend.settings import Settings
 
-CUT_OFF = "The answer was cut off at the token limit (--max-tokens)."
+LIMIT_SETTING = "--max-tokens"
+STOPPED_NOTE = "Stopped by you (Ctrl-C)."
 
 
 @dataclass
 class Sample:
-    """One answer to one question, filled in as it streams."""
+    """One answer to one question: not asked yet, or how it ended."""
 
     question: Question
     number: int  # 1..N, the record's `sample`
-    outcome: str = "not asked"  # then in progress, complete, stopped or error
-    answer: str = ""
-    reasoning: str = ""
-    error: str = ""
-    stats: AnswerStats = field(default_factory=AnswerStats)
-    request: dict = field(default_factory=dict)
-    started_at: str = ""
-    verdict: object = None
+    result: AnswerOutcome | None = None
+
+    @property
+    def outcome(self) -> str:
+        return self.result.outcome if self.result else "not asked"
+
+    @property
+    def stats(self) -> AnswerStats:
+        return self.result.stats if self.result else AnswerStats()
+
+    @property
+    def error(self) -> str:
+        return self.result.error if self.result else ""
 
     def graded(self) -> Graded:
-        if self.outcome != "complete":
-            return Graded(self.outcome)
-        if self.verdict is None:
+        if self.result is None or self.result.outcome != "complete":
+            return Graded("error" if self.outcome == "interrupted" else self.outcome)
+        if self.result.grade is None:
             return Graded("not keyed")
-        return Graded(self.verdict.outcome, getattr(self.verdict, "read", None))
+        return Graded(self.result.grade.outcome, self.result.grade.read)
 
 
 @dataclass
@@ -60,11 +64,15 @@ class RunContext:
     settings: Settings
     sampling: Sampling
     store: RunStore
-    vllm_version: str
+    engine: dict[str, Any]  # backend/engine/facts.py: every answer's stamp and seed guard
     slots: asyncio.Semaphore
     on_done: Callable[[Sample], None]
     question_steps: dict[str, str] = field(default_factory=dict)  # question id -> its user message id
-    fatal: ChatAppError | None = None  # a failure every later answer would meet too
+    fatal: Exception | None = None  # a failure every later answer would meet too
+
+    @property
+    def vllm_version(self) -> str:
+        return str(self.engine.get("vllm_version", "unknown"))
 
 
 def sampling_for(sampling: Sampling, number: int) -> Sampling:
@@ -72,88 +80,47 @@ def sampling_for(sampling: Sampling, number: int) -> Sampling:
     return sampling if sampling.seed is None else replace(sampling, seed=sampling.seed + number - 1)
 
 
+def request_for(ctx: RunContext, sample: Sample) -> AnswerRequest:
+    """The page's request for this question and sample (a one-question conversation)."""
+    sampling = sampling_for(ctx.sampling, sample.number)
+    question_step = ctx.question_steps[sample.question.id]
+    conversation = Conversation()
+    conversation.add_user(sample.question.question, question_step)
+    messages, _ = conversation.messages(system_prompt=sampling.system_prompt,
+                                        context_tokens=ctx.settings.context_tokens,
+                                        answer_tokens=sampling.max_tokens)
+    return new_request(ctx.settings, sampling, messages, engine=ctx.engine, question=sample.question.question,
+                       question_id=question_step, sample=sample.number, session_id=ctx.store.thread_id)
+
+
 async def ask(ctx: RunContext, sample: Sample) -> None:
-    """Stream one answer into `sample`, then grade and store it, whatever happened (a stop included)."""
+    """Answer, grade and store one sample, whatever happened; a stop (Ctrl-C) is stored, then goes on."""
     async with ctx.slots:
         if ctx.fatal is not None:
             return
-        sampling = sampling_for(ctx.sampling, sample.number)
-        conversation = Conversation()
-        conversation.add_user(sample.question.question, ctx.question_steps[sample.question.id])
-        messages, _ = conversation.messages(system_prompt=sampling.system_prompt,
-                                            context_tokens=ctx.settings.context_tokens,
-                                            answer_tokens=sampling.max_tokens)
-        sample.request = {"model": ctx.settings.resolved_served_name, "messages": messages,
-                          **request_params(sampling)}
-        sample.started_at, sample.outcome, sample.stats = now_iso(), "in progress", AnswerStats()
-        try:
-            await _stream(ctx, sample, starts_in_reasoning=ctx.settings.reasoning_starts_inside and sampling.thinking)
-            sample.outcome = "complete"
-        except asyncio.CancelledError:
-            sample.outcome = sample.stats.finish_reason = "stopped"
-            raise
-        except ChatAppError as err:
-            sample.outcome, sample.error, sample.stats.finish_reason = "error", str(err), "error"
-            if isinstance(err, (BackendUnavailable, BackendRejected)):
-                ctx.fatal = err
-        finally:
-            sample.stats.finish()
-            if sample.outcome == "complete":
-                # As on the page: a cut-off answer counts only where it stated its answer outright.
-                sample.verdict = check(sample.question.question, sample.answer,
-                                       cut_off=sample.stats.finish_reason == "length")
-            store(ctx, sample)
-            ctx.on_done(sample)
+        sample.result = result = await stream_answer(ctx.client, ctx.settings, request_for(ctx, sample))
+        if result.fatal:
+            ctx.fatal = result.failure
+        store(ctx, result)
+        ctx.on_done(sample)
+        if result.outcome == "stopped":
+            raise asyncio.CancelledError  # only Ctrl-C stops a run: the run stops too
 
 
-async def _stream(ctx: RunContext, sample: Sample, *, starts_in_reasoning: bool) -> None:
-    async with contextlib.aclosing(stream_chat(ctx.client, ctx.settings, sample.request,
-                                               starts_in_reasoning=starts_in_reasoning)) as deltas:
-        async for delta in deltas:  # what answer_flow._apply does for the page
-            if delta.reasoning:
-                sample.stats.on_reasoning()
-                sample.reasoning += delta.reasoning
-            if delta.answer:
-                sample.stats.on_answer()
-                sample.answer += delta.answer
-            if delta.usage:
-                sample.stats.completion_tokens = delta.usage.get("completion_tokens")
-                sample.stats.prompt_tokens = delta.usage.get("prompt_tokens")
-            if delta.finish_reason:
-                sample.stats.finish_reason = delta.finish_reason
-
-
-def shown_text(sample: Sample, served_name: str) -> str:
-    """The answer message as the page would show it: answer, notes, answer-key line, stats line."""
-    notes = []
-    if sample.outcome == "stopped":
-        notes.append("**Stopped by you (Ctrl-C).**")
-    elif sample.outcome == "error":
-        notes.append(f"**{sample.error}**")
-    elif sample.stats.finish_reason == "length":
-        notes.append(f"**{CUT_OFF}**")
-    if sample.verdict is not None:
-        notes.append(sample.verdict.describe())
-    parts = [sample.answer, *notes, f"*{sample.stats.summary(served_name)}*"]
+def shown_text(result: AnswerOutcome, served_name: str) -> str:
+    """The answer message as the page would show it: answer, note, answer-key line, stats line."""
+    note = result.note(limit_setting=LIMIT_SETTING, stopped=STOPPED_NOTE)
+    parts = [result.answer, f"**{note}**" if note else "", result.grade.describe() if result.grade else "",
+             f"*{result.stats.summary(served_name)}*"]
     return "\n\n".join(p for p in parts if p).strip()
 
 
-def store(ctx: RunContext, sample: Sample) -> None:
-    """Write one finished (or stopped) answer with its stamp and record; a never-started one is skipped."""
-    if sample.outcome == "not asked":
-        return
-    stamp = make_stamp(settings=ctx.settings, request=sample.request, vllm_version=ctx.vllm_version,
-                       started_at=sample.started_at, finished_at=now_iso(), stats=sample.stats.as_dict(),
-                       context_messages=len(sample.request.get("messages", [])))
-    question_step = ctx.question_steps[sample.question.id]
-    record = answer_record(question_id=question_step, question=sample.question.question, sample=sample.number,
-                           outcome=sample.outcome, reasoning=sample.reasoning, answer=sample.answer,
-                           verdict=sample.verdict, stamp=stamp)
-    label = f"Thought for {max(1, round(sample.stats.thinking_seconds))} s"
-    ctx.store.add_answer(question_step=question_step, question=sample.question.question,
-                         shown=shown_text(sample, ctx.settings.resolved_served_name), record=record,
-                         author=ctx.settings.resolved_served_name, reasoning=sample.reasoning,
-                         thinking_label=label)
+def store(ctx: RunContext, result: AnswerOutcome) -> None:
+    """Write one finished (or stopped) answer with its stamp and record."""
+    served = ctx.settings.resolved_served_name
+    ctx.store.add_answer(question_step=result.request.question_id, question=result.request.question,
+                         shown=shown_text(result, served), record=result.record(), author=served,
+                         reasoning=result.reasoning, thinking_label=result.thinking_label())
 
 
 async def ask_all(ctx: RunContext, questions: list[Question], samples: int, results: list[list[Sample]]) -> None:

@@ -9,7 +9,7 @@ come out identical or different, but the caveats say how far to trust it.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,9 +17,10 @@ from typing import Any
 import httpx
 import openai
 
-from backend.chat.client import stream_chat
+from backend.answers.request import AnswerRequest
+from backend.answers.stream import stream_answer
 from backend.errors import ChatAppError
-from backend.qa.engine import engine_facts
+from backend.engine.facts import engine_facts
 from backend.qa.export import load_records
 from backend.settings import Settings
 
@@ -171,14 +172,16 @@ async def replay(record: dict[str, Any], *, settings: Settings, client: openai.A
                     stored_answer=record.get("answer", ""), stored_reasoning=record.get("reasoning", ""),
                     stored_tokens=(stamp.get("stats") or {}).get("completion_tokens"), request=request,
                     engine_now=now)
-    async with contextlib.aclosing(stream_chat(client, settings, request,
-                                               starts_in_reasoning=settings.reasoning_starts_inside
-                                               and bool(stamp.get("thinking")))) as deltas:
-        async for delta in deltas:
-            result.new_answer += delta.answer
-            result.new_reasoning += delta.reasoning
-            result.new_finish_reason = delta.finish_reason or result.new_finish_reason
-            result.new_tokens = delta.usage.get("completion_tokens", result.new_tokens)
+    asked = AnswerRequest(body=request, engine=now, question=record.get("question", ""),
+                          question_id=record.get("question_id", ""),
+                          starts_in_reasoning=settings.reasoning_starts_inside and bool(stamp.get("thinking")))
+    again = await stream_answer(client, settings, asked)
+    if again.failure is not None:
+        raise again.failure
+    if again.outcome == "stopped":
+        raise asyncio.CancelledError
+    result.new_answer, result.new_reasoning = again.answer, again.reasoning
+    result.new_finish_reason, result.new_tokens = again.finish_reason, again.stats.completion_tokens
     if not reasons:
         same = (result.new_answer, result.new_reasoning) == (result.stored_answer, result.stored_reasoning)
         result.verdict = "identical" if same else "different"

@@ -1,7 +1,7 @@
-"""Grades the final answer of an answer against the repository's answer key (backend/qa/questions.json).
+"""Grades the final answer of an answer against the repository's answer key (backend/answers/grading/questions.json).
 
-Only the final answer counts, never what the text says on the way: backend/qa/final_answer.py finds
-it, backend/qa/answer_compare.py reads its value by the question's kind and compares it with the key.
+Only the final answer counts, never what the text says on the way: backend/answers/grading/final_answer.py finds
+it, backend/answers/grading/answer_compare.py reads its value by the question's kind and compares it with the key.
 Three outcomes: correct, incorrect, unclear (no final answer found, or it hedges). Nothing is correct
 by default. Measured against hand-labelled answers in tests/test_answer_key_corpus.py (docs/grading.md).
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from backend.qa import answer_compare, final_answer
-from backend.qa.answer_values import Reading
-from backend.qa.question_set import Question, load_questions
+from backend.answers.grading import answer_compare, final_answer
+from backend.answers.grading.answer_values import Reading
+from backend.answers.grading.question_set import Question, load_questions
 
 OUTCOMES = ("correct", "incorrect", "unclear")
 UNSETTLED = {"hedges": "the final answer names more than one answer", "unsolved": "the final answer is no value",
@@ -21,7 +21,7 @@ UNSETTLED = {"hedges": "the final answer names more than one answer", "unsolved"
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Grade:
     question_id: str
     expected: str
     outcome: str  # one of OUTCOMES
@@ -71,7 +71,7 @@ def _repeated(question: Question, answer_text: str, times: int = 3) -> final_ans
     return None
 
 
-def check(question_text: str, answer_text: str, *, cut_off: bool = False) -> Verdict | None:
+def check(question_text: str, answer_text: str, *, cut_off: bool = False) -> Grade | None:
     """The verdict on the answer's final answer when the question is in the key, else None.
 
     `cut_off`: the answer stopped at the token limit; only an answer it stated explicitly ("the answer
@@ -83,7 +83,7 @@ def check(question_text: str, answer_text: str, *, cut_off: bool = False) -> Ver
     return grade(question, answer_text, cut_off=cut_off)
 
 
-def grade(question: Question, answer_text: str, *, cut_off: bool = False) -> Verdict:
+def grade(question: Question, answer_text: str, *, cut_off: bool = False) -> Grade:
     def reader(part: str, how: str) -> Reading | None:
         if cut_off and how not in ("boxed", "marked"):
             return None
@@ -102,12 +102,12 @@ def grade(question: Question, answer_text: str, *, cut_off: bool = False) -> Ver
         # No value for what was asked, but one for something else ("The bat costs $1.05"): wrong quantity.
         final = final_answer.find(answer_text, lambda part, how: answer_compare.read_other_quantity(question, part))
     if final is None:
-        return Verdict(question.id, question.expected, "unclear", None, how="cut off" if cut_off else None)
+        return Grade(question.id, question.expected, "unclear", None, how="cut off" if cut_off else None)
     value, said_of = final.reading.value, final.reading.said_of
     if value is None:  # it hedges between several answers, or its answer is still an expression
-        return Verdict(question.id, question.expected, "unclear", None, final.text, final.reading.unsettled)
+        return Grade(question.id, question.expected, "unclear", None, final.text, final.reading.unsettled)
     if said_of:
         read = f"{value.text.strip()} (said of “{said_of}”, not of what was asked)"
-        return Verdict(question.id, question.expected, "incorrect", read, final.text, final.how)
+        return Grade(question.id, question.expected, "incorrect", read, final.text, final.how)
     outcome = "correct" if answer_compare.matches(question, value) else "incorrect"
-    return Verdict(question.id, question.expected, outcome, value.text.strip(), final.text, final.how)
+    return Grade(question.id, question.expected, outcome, value.text.strip(), final.text, final.how)

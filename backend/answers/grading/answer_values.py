@@ -2,7 +2,7 @@
 
 Each value keeps where it was found and a key to compare it by: numeric keys are expressions
 ("5/100" for five cents, "47*86400" for 47 days in seconds) that math-verify compares
-(backend/qa/answer_compare.py); the other kinds have plain keys (a weekday's name, a date's tuple).
+(backend/answers/grading/answer_compare.py); the other kinds have plain keys (a weekday's name, a date's tuple).
 """
 
 from __future__ import annotations

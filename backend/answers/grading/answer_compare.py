@@ -15,10 +15,10 @@ import re
 from functools import cache
 
 
-from backend.qa import answer_values as av
-from backend.qa.answer_choice import mentions, read_choice
-from backend.qa.answer_values import Reading
-from backend.qa.question_set import Question
+from backend.answers.grading import answer_values as av
+from backend.answers.grading.answer_choice import mentions, read_choice
+from backend.answers.grading.answer_values import Reading
+from backend.answers.grading.question_set import Question
 
 # The texts math-verify sees are numbers we wrote ourselves ("(5)/100"): no parse can hang, so its
 # signal-based timeout (which only works on the main thread) is off, and so is its warning about that.

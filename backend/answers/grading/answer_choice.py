@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from backend.qa.answer_values import Reading, Value
-from backend.qa.question_set import Question
+from backend.answers.grading.answer_values import Reading, Value
+from backend.answers.grading.question_set import Question
 
 WORDS = {"bigger": ("bigger|larger|greater|higher|more|biggest|largest|greatest|highest",
                     "smaller|less|lower|fewer|smallest|least|lowest"),

@@ -4,7 +4,7 @@ Served name and model path, the vLLM version the server reports at /version, the
 in effect (what we sent, plus the model's generation_config.json defaults that vLLM applies to
 whatever we did not send), the seed and whether the user set it or the app drew it, thinking,
 system prompt, the request exactly as sent (messages included, so it can be replayed: see
-backend/qa/replay.py), the engine (backend/qa/engine.py: dtype, flags, model files hash...),
+backend/qa/replay.py), the engine (backend/engine/facts.py: dtype, flags, model files hash...),
 timestamps and stats, and this app's commit. Exports add the human verdict given since.
 """
 
@@ -16,7 +16,6 @@ from functools import cache
 from typing import Any
 
 from backend.model_info import generation_config
-from backend.qa.engine import server_reports
 from backend.settings import PROJECT_ROOT, Settings
 
 MONOTONIC = ("started", "first_token_at", "reasoning_started", "reasoning_ended", "ended")  # meaningless later
@@ -36,25 +35,19 @@ def app_commit() -> str:
         return "unknown"
 
 
-async def server_version(settings: Settings) -> str:
-    """vLLM's version from /version, asked once per server URL (a restart keeps the same build)."""
-    return (await server_reports(settings))["vllm_version"]
-
-
 def make_stamp(*, settings: Settings, request: dict[str, Any], started_at: str, finished_at: str,
-               stats: dict[str, Any], context_messages: int, vllm_version: str = "unknown",
-               engine: dict[str, Any] | None = None, seed_source: str | None = None) -> dict[str, Any]:
+               stats: dict[str, Any], context_messages: int, engine: dict[str, Any],
+               seed_source: str | None = None) -> dict[str, Any]:
     """The stamp of one answer. `request` is exactly what was sent; it is kept whole for a replay."""
-    sent = {k: v for k, v in request.items() if k not in ("messages", "model", "extra_body", "stream",
-                                                          "stream_options")}
+    sent = {k: v for k, v in request.items() if k not in ("messages", "model", "extra_body", "extra_headers",
+                                                          "stream", "stream_options")}
     kwargs = (request.get("extra_body") or {}).get("chat_template_kwargs", {})
     model_defaults = generation_config(settings.resolved_model)
     system = next((m["content"] for m in request.get("messages", []) if m["role"] == "system"), "")
-    engine = engine or {}
     return {
         "served_model": settings.resolved_served_name,
         "model_path": settings.resolved_model,
-        "vllm_version": engine.get("vllm_version", vllm_version),
+        "vllm_version": engine.get("vllm_version", "unknown"),
         "server_url": settings.server_url,
         "sampling": {**{k: v for k, v in model_defaults.items() if k != "max_new_tokens"}, **sent},
         "model_generation_config": model_defaults,

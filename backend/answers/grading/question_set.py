@@ -1,4 +1,4 @@
-"""The repository's reasoning questions and their answer keys (backend/qa/questions.json)."""
+"""The repository's reasoning questions and their answer keys (backend/answers/grading/questions.json)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 QUESTIONS_FILE = Path(__file__).with_name("questions.json")
 
-# How a final answer is compared with the key (see backend/qa/answer_compare.py).
+# How a final answer is compared with the key (see backend/answers/grading/answer_compare.py).
 KINDS = ("number", "money", "duration", "weekday", "date", "ordinal", "letter", "yes/no", "choice", "word")
 
 

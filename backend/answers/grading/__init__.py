@@ -1,0 +1,1 @@
+"""The answer key: a final answer found, read by the question's kind, and graded correct/incorrect/unclear."""

@@ -1,0 +1,1 @@
+"""What serves the model: the facts an answer's stamp records about the engine."""
