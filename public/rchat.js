@@ -23,9 +23,10 @@
     '<span><b id="rchat-live-running">0</b> running</span>' +
     '<span><b id="rchat-live-waiting">0</b> waiting</span>' +
     '<span><b id="rchat-live-tps">0</b> tok/s</span>' +
-    '<span>KV cache <b id="rchat-live-kv">0</b>%</span>';
+    '<span>KV cache <b id="rchat-live-kv">0</b>%</span>' +
+    '<span id="rchat-live-page" hidden></span>';  // "page 2 of 4" behind the balancer
 
-  function showStrip(data) {
+  function showStrip(data, page) {
     if (!strip.isConnected && document.body) document.body.appendChild(strip);
     strip.hidden = !data;  // no data: the server has no /metrics (or it is down)
     if (!data) return;
@@ -36,6 +37,9 @@
     set("rchat-live-tps", data.tokens_per_second == null ? "–" : data.tokens_per_second.toFixed(1));
     set("rchat-live-kv", data.kv_cache_percent == null ? "–" : data.kv_cache_percent.toFixed(1));
     strip.classList.toggle("rchat-busy", data.running > 0);
+    const where = strip.querySelector("#rchat-live-page");
+    where.textContent = page || "";
+    where.hidden = !page;
   }
 
   // Chainlit hands the server's window_message to window.parent.postMessage, which is this window
@@ -45,7 +49,7 @@
     const data = event.data;
     if (!data || data.kind !== "rchat-live") return;
     event.stopImmediatePropagation();
-    showStrip(data.strip);
+    showStrip(data.strip, data.page);
   });
 
   if (!kiosk) return;

@@ -69,6 +69,21 @@ if [[ "$(uname -m)" == x86_64 && ! -e $tcmalloc ]] && ! command -v nvidia-smi >/
     fi
 fi
 
+# HAProxy, in front of several chat page processes (RCHAT_PAGE_WORKERS > 1, the default on a GPU host:
+# backend/server/page_pool.py). Optional: without it the launcher runs one page process and says so.
+workers=$(.venv/bin/python -c 'from backend.server import page_pool as p, vllm_command as v
+from backend.settings import load_settings as l; s = l(); print(p.page_workers(s, v.resolve_device(s)))' || echo 1)
+if (( workers > 1 )) && ! command -v haproxy >/dev/null && [[ ! -x /usr/sbin/haproxy ]]; then
+    sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo -n"
+    say "installing Debian's haproxy for $workers chat page processes (a few seconds)"
+    if ! { command -v apt-get >/dev/null && { $sudo apt-get install -y -qq haproxy || { $sudo apt-get update -qq \
+            && $sudo apt-get install -y -qq haproxy; }; } >.cache/logs/setup-haproxy.log 2>&1; }; then
+        say "warning: could not install haproxy (no apt-get, no root, or no network; see"
+        say "  .cache/logs/setup-haproxy.log). The chat page runs as one process. To add it later:"
+        say "  sudo apt-get install haproxy"
+    fi
+fi
+
 if (( dev )) && [[ ! -x /usr/bin/chromium ]]; then
     say "installing Debian's chromium for the browser tests (about 50 s)"
     sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo

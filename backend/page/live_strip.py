@@ -12,16 +12,23 @@ import asyncio
 from chainlit.server import sio
 
 from backend.chat.engine_metrics import EngineSnapshot, MetricsPoller
-from backend.settings import Settings
+from backend.settings import Settings, page_replica
 
 MESSAGE_KIND = "rchat-live"  # what public/rchat.js looks for in a window message
 
 _task: asyncio.Task | None = None
 
 
+def deployment() -> str | None:
+    """'page 2 of 4' in a page process behind the balancer (RCHAT_PAGE_WORKERS); None for a lone page."""
+    replica = page_replica()
+    return f"page {replica[0]} of {replica[1]}" if replica else None
+
+
 async def broadcast(snapshot: EngineSnapshot | None) -> None:
-    """One emit to every connected page (socket.io broadcasts when no room is given)."""
-    await sio.emit("window_message", {"kind": MESSAGE_KIND, "strip": snapshot.as_dict() if snapshot else None})
+    """One emit to every page connected to this process (socket.io broadcasts when no room is given)."""
+    await sio.emit("window_message", {"kind": MESSAGE_KIND, "strip": snapshot.as_dict() if snapshot else None,
+                                      "page": deployment()})
 
 
 def start(settings: Settings) -> None:

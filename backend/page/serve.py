@@ -21,7 +21,7 @@ import logging
 import sys
 import warnings
 
-from backend.settings import PROJECT_ROOT
+from backend.settings import PROJECT_ROOT, page_replica
 
 APP = PROJECT_ROOT / "app.py"
 
@@ -34,6 +34,12 @@ def serve(*, host: str, port: int, target: str = str(APP)) -> None:
     from chainlit.markdown import init_markdown
 
     config.run.host, config.run.port, config.run.headless = host, port, True
+    if page_replica() is not None and not config.project.transports:
+        # Behind the balancer (backend/server/balancer.py), Chainlit's `[project] transports` setting
+        # (window.transports, for its socket.io client) opens the websocket at once instead of long
+        # polling first: each polling request must reach the process that holds the session, which
+        # HAProxy's cookie ensures, but one websocket is one connection to one process even without it.
+        config.project.transports = ["websocket"]
     from chainlit.server import app
 
     config.run.module_name = target

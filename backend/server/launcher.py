@@ -6,6 +6,8 @@ watches both at every moment, a restart's wait included:
 - vLLM dies, or a restart of it fails: restart with backoff under its policy while the page says
   "restarting"; over the limit, stop restarting and keep the page up saying why.
 - the chat page dies: restart it under its own policy while vLLM stays up; over its limit, stop all.
+  With RCHAT_PAGE_WORKERS > 1 that holds for each page process and for HAProxy in front of them
+  (backend/server/page_pool.py).
 - SIGINT/SIGTERM/SIGHUP, at any moment: stop both (page first) within their grace periods.
 A watchdog process covers our own death: nothing we started outlives us.
 """
@@ -24,7 +26,7 @@ import httpx
 from backend.errors import ChatAppError
 from backend.server import self_test
 from backend.qa.setup import preflight
-from backend.server.chat_page import ChatPage
+from backend.server.page_pool import PagePool, plan
 from backend.server.restart_policy import RestartPolicy
 from backend.server_status import BackendStatus, write_status
 from backend.server.supervision import Hooks, State, Supervised
@@ -71,11 +73,10 @@ class Launcher:
         self.server = VLLMServer(settings, launch=launch, on_progress=ProgressPrinter(self._publish_starting))
         self.vllm = Supervised(self.server, RestartPolicy(settings.max_restarts, settings.restart_window), hooks,
                                after_ready=lambda: (after_healthy or self._self_test)(self.server))
-        page = ChatPage(host=settings.ui_host, port=settings.ui_port, argv=page_argv,
-                        env={**os.environ, "RCHAT_API_KEY": self.server.api_key, "PYTHONUNBUFFERED": "1"},
-                        log_path=settings.log_dir / f"ui-{settings.ui_port}.log",
-                        startup_timeout=settings.ui_startup_timeout)
-        self.page = Supervised(page, RestartPolicy(settings.ui_max_restarts, settings.restart_window), hooks)
+        # One page process, or RCHAT_PAGE_WORKERS of them behind HAProxy (backend/server/page_pool.py).
+        self.pages = PagePool(settings, plan(settings, self.server.launch.device), argv=page_argv, hooks=hooks,
+                              env={**os.environ, "RCHAT_API_KEY": self.server.api_key, "PYTHONUNBUFFERED": "1"})
+        self.page = self.pages.pages[0]  # the one page of a plain start
 
     def request_stop(self, signum: int) -> None:
         """What the signal handlers call: the loop sees it within one tick, whatever it was doing."""
@@ -98,8 +99,8 @@ class Launcher:
         self._publish("restarting" if self.vllm.restarting else "starting", phase)
 
     def _changed(self, sup: Supervised) -> None:
-        if sup is self.page:
-            if sup.state is State.RUNNING and sup.child.starts == 1:
+        if sup in self.pages.children:
+            if sup is self.pages.front() and sup.state is State.RUNNING and sup.child.starts == 1:
                 shown = "localhost" if self.settings.ui_host in ("127.0.0.1", "0.0.0.0") else self.settings.ui_host
                 say(f"chat ready at http://{shown}:{self.settings.ui_port} after "
                     f"{time.monotonic() - self.started:.1f} s (Ctrl-C stops everything)")
@@ -140,7 +141,7 @@ class Launcher:
             if self.with_ui and not self._preflight():
                 return 2
             if self.with_ui:
-                self.page.child.check_port()
+                self.pages.check_ports()
             self._say_starting()
             self.vllm.begin()
             return self._loop()
@@ -173,6 +174,8 @@ class Launcher:
             # The engine facts for the answers' stamps; the model files hash is cached on disk, so
             # only a new model costs time here (seconds for the embedded one).
             self.engine = launch_facts(self.server.launch, model_path=s.resolved_model)
+        if self.with_ui:
+            say(self.pages.describe())
 
     def _loop(self) -> int:
         """Tick both children until a stop is asked for or one of them can no longer be kept up."""
@@ -181,13 +184,13 @@ class Launcher:
                 self.vllm.tick(http)
                 if self.vllm.state is State.FAILED:
                     raise self.vllm.error
-                if self.with_ui and self.page.state is State.STOPPED and self.vllm.ever_ready:
-                    self.page.begin()  # the first start, once vLLM first answered
-                self.page.tick(http)
-                if self.page.state is State.FAILED:
-                    raise self.page.error
-                if self.page.state is State.GAVE_UP:
-                    say("the chat page cannot be kept up; stopping vLLM")
+                if self.with_ui and not self.pages.started and self.vllm.ever_ready:
+                    self.pages.begin()  # the first start, once vLLM first answered
+                self.pages.tick(http)
+                if self.pages.error() is not None:
+                    raise self.pages.error()
+                if (gone := self.pages.gave_up()) is not None:
+                    say(f"{gone.name} cannot be kept up; stopping vLLM")
                     return 1
                 if self.vllm.state is State.GAVE_UP and not self.with_ui:
                     return 1  # no page to explain it on
@@ -196,7 +199,7 @@ class Launcher:
         return 128 + self.stop_signal
 
     def _stop_all(self) -> None:
-        self.page.stop(grace=10)
+        self.pages.stop(grace=10)
         if self.server.proc is not None:
             say("stopping vLLM")
         self.vllm.stop(grace=STOP_GRACE)
