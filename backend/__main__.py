@@ -28,11 +28,12 @@ from pathlib import Path
 
 import httpx
 import psutil
+from pydantic import SecretStr
 
 from backend.settings import PROJECT_ROOT, Settings, SettingsError, load_settings
 from backend.server.pidfile import our_process, write_pidfile
 from backend.readiness import Awaited, Verdict, process_gone, wait_ready
-from backend.server_status import read_status
+from backend.server_status import commands_api_key, read_status
 from backend.server.vllm_command import build_launch
 
 
@@ -191,10 +192,16 @@ def cmd_qa(settings: Settings, args: argparse.Namespace) -> int:
     if args.samples < 1 or args.parallel < 1:
         print("error: --samples and --parallel must be at least 1", file=sys.stderr)
         return 2
-    return run_accuracy(settings, RunOptions(
+    return run_accuracy(_asking_settings(settings), RunOptions(
         samples=args.samples, questions_file=args.questions, user=args.user or LOCAL_USER, out_dir=args.results,
         parallel=args.parallel, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
         seed=args.seed))
+
+
+def _asking_settings(settings: Settings) -> Settings:
+    """The settings of a command that asks the server: RCHAT_API_KEY if set, else the running app's key."""
+    key = commands_api_key(settings.api_key.get_secret_value(), settings.status_file)
+    return settings.model_copy(update={"api_key": SecretStr(key)})
 
 
 def _settings_or_none() -> Settings | None:
@@ -217,7 +224,7 @@ def cmd_replay(argv: list[str]) -> int:
     settings = _settings_or_none()
     if settings is None:
         return 2
-    return replay_command(settings, args.answer_id, as_json=args.json)
+    return replay_command(_asking_settings(settings), args.answer_id, as_json=args.json)
 
 
 def main(argv: list[str] | None = None) -> int:

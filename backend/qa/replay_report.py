@@ -120,8 +120,8 @@ def replay_command(settings: Settings, answer_id: str, *, as_json: bool = False)
     except (ChatAppError, sqlite3.Error) as err:
         hint = ""
         if isinstance(err, BackendRejected) and not settings.api_key.get_secret_value():
-            hint = (" The app draws a new API key per run unless RCHAT_API_KEY is set: set it (in .env) "
-                    "before starting the app to replay from the command line, or use the Replay button.")
+            hint = (" RCHAT_API_KEY is not set and no app running under these settings (./start_service.sh) "
+                    "left its key: set RCHAT_API_KEY to the server's key, or use the Replay button.")
         print(f"error: {err}{hint}", file=sys.stderr)
         return 2
     print(json.dumps(result.as_dict(), ensure_ascii=False, indent=2) if as_json else render_text(result))

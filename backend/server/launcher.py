@@ -28,7 +28,7 @@ from backend.server import self_test
 from backend.qa.setup import preflight
 from backend.server.page_pool import PagePool, plan
 from backend.server.restart_policy import RestartPolicy
-from backend.server_status import BackendStatus, write_status
+from backend.server_status import BackendStatus, key_file, remove_key, write_key, write_status
 from backend.server.supervision import Hooks, State, Supervised
 from backend.server.supervisor import STOP_GRACE, Progress, VLLMServer
 from backend.server.vllm_command import LaunchSpec
@@ -143,6 +143,8 @@ class Launcher:
             if self.with_ui:
                 self.pages.check_ports()
             self._say_starting()
+            # The key the page gets, for this user's own commands (replay, qa run): mode 0600, never logged.
+            write_key(key_file(self.settings.status_file), self.server.api_key, os.getpid())
             self.vllm.begin()
             return self._loop()
         except ChatAppError as err:
@@ -205,6 +207,7 @@ class Launcher:
         self.vllm.stop(grace=STOP_GRACE)
         if self.state.state != "failed":
             self._publish("stopped")
+        remove_key(key_file(self.settings.status_file), os.getpid())
         self._tell_watchdog("exit")
         try:
             self.watchdog.wait(timeout=5)

@@ -1,0 +1,159 @@
+"""The README's commands work with default settings: `qa run` and `replay` take the running app's API key.
+
+With RCHAT_API_KEY empty the launcher draws a key per start. It leaves that key for this user's own
+commands in a file beside its status file (mode 0600 from creation, removed when it stops), and the
+commands use RCHAT_API_KEY if set, else that file while its launcher lives, else no key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from backend.__main__ import _asking_settings
+from backend.qa.accuracy_cli import QUESTIONS_FILE
+from backend.qa.export import load_records
+from backend.server import processes
+from backend.server_status import commands_api_key, key_file, read_status, remove_key, write_key
+from backend.settings import PROJECT_ROOT
+from tests.conftest import free_ports, make_settings
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()  # exited and reaped: its pid names no process now
+    return proc.pid
+
+
+def test_rchat_api_key_wins_over_a_live_launchers_key(tmp_path: Path) -> None:
+    status = tmp_path / "backend-status-8000.json"
+    write_key(key_file(status), "launcher-key", os.getpid())
+    assert commands_api_key("from-env", status) == "from-env"
+
+
+def test_a_live_launchers_key_is_used_when_rchat_api_key_is_empty(tmp_path: Path) -> None:
+    status = tmp_path / "backend-status-8000.json"
+    assert commands_api_key("", status) == ""  # no launcher: no key
+    write_key(key_file(status), "launcher-key", os.getpid())
+    assert commands_api_key("", status) == "launcher-key"
+
+
+def test_a_crashed_launchers_key_file_is_ignored(tmp_path: Path) -> None:
+    status = tmp_path / "backend-status-8000.json"
+    write_key(key_file(status), "stale-key", dead_pid())
+    assert commands_api_key("", status) == ""
+
+
+def test_the_key_file_is_0600_from_its_creation_whatever_the_umask(tmp_path: Path, monkeypatch) -> None:
+    created: list[tuple[str, int]] = []
+    real_open = os.open
+
+    def spy(path, flags, mode=0o777, *args, **kwargs):
+        fd = real_open(path, flags, mode, *args, **kwargs)
+        if flags & os.O_CREAT:
+            created.append((str(path), stat.S_IMODE(os.fstat(fd).st_mode)))  # the mode at the first moment
+        return fd
+
+    monkeypatch.setattr(os, "open", spy)
+    old_umask = os.umask(0)  # the most permissive umask: the file must still be this user's alone
+    try:
+        path = key_file(tmp_path / "backend-status-8000.json")
+        write_key(path, "k", os.getpid())
+    finally:
+        os.umask(old_umask)
+    assert created and all(mode == 0o600 for _, mode in created), created
+    info = path.stat()
+    assert stat.S_IMODE(info.st_mode) == 0o600 and info.st_uid == os.getuid()
+    assert not list(tmp_path.glob("*.tmp-*"))  # the temporary file was renamed into place
+
+
+def test_a_key_file_others_can_read_is_not_trusted(tmp_path: Path) -> None:
+    status = tmp_path / "backend-status-8000.json"
+    write_key(key_file(status), "k", os.getpid())
+    key_file(status).chmod(0o644)
+    assert commands_api_key("", status) == ""
+
+
+def test_a_stopping_launcher_removes_only_its_own_key_file(tmp_path: Path) -> None:
+    path = key_file(tmp_path / "backend-status-8000.json")
+    write_key(path, "newer", os.getpid())
+    remove_key(path, dead_pid())  # an older launcher stopping late leaves the newer one's key
+    assert path.exists()
+    remove_key(path, os.getpid())
+    assert not path.exists()
+
+
+def test_the_cli_asks_with_the_running_apps_key(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    write_key(key_file(settings.status_file), "launcher-key", os.getpid())
+    assert _asking_settings(settings).api_key.get_secret_value() == "launcher-key"
+    with_env = make_settings(tmp_path, api_key="mine")
+    assert _asking_settings(with_env).api_key.get_secret_value() == "mine"
+
+
+# --- the user's path, on the real server -----------------------------------------------------------------------
+
+
+def one_question(folder: Path) -> Path:
+    data = json.loads(QUESTIONS_FILE.read_text())
+    data["questions"] = data["questions"][:1]
+    path = folder / "one.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def backend_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """A second terminal: the same settings as the app's (here: its ports and folders), no RCHAT_API_KEY."""
+    return subprocess.run([sys.executable, "-m", "backend", *args], check=False, capture_output=True, text=True,
+                          cwd=PROJECT_ROOT, env={**env, "PATH": "/usr/bin:/bin"}, timeout=600)
+
+
+def start_launcher(log_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
+    """`python -m backend serve` (the launcher, without the page) on defaults: RCHAT_API_KEY unset."""
+    ui_port, vllm_port = free_ports(2)
+    env = {"RCHAT_UI_PORT": str(ui_port), "RCHAT_VLLM_PORT": str(vllm_port), "RCHAT_LOG_DIR": str(log_dir),
+           "RCHAT_DATA_DIR": str(log_dir / "data"), "RCHAT_STARTUP_TIMEOUT": "1800"}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
+    launcher = processes.spawn_group([sys.executable, "-m", "backend", "serve"], env={**clean, **env},
+                                     log_path=log_dir / "serve.out", cwd=PROJECT_ROOT)
+    status_path = log_dir / f"backend-status-{ui_port}.json"
+    deadline = time.monotonic() + 1900
+    while (status := read_status(status_path)) is None or status.state != "ready":
+        assert launcher.poll() is None and time.monotonic() < deadline, (log_dir / "serve.out").read_text()[-3000:]
+        time.sleep(1)
+    return launcher, {**clean, **env}
+
+
+@pytest.mark.server
+@pytest.mark.timeout(2400)  # a shared 2-core machine has taken over 600 s to start vLLM
+def test_qa_run_and_replay_work_beside_a_running_app_without_rchat_api_key(tmp_path: Path) -> None:
+    launcher, env = start_launcher(tmp_path)
+    path = key_file(tmp_path / f"backend-status-{env['RCHAT_UI_PORT']}.json")
+    try:
+        key = json.loads(path.read_text())["key"]
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600 and key
+        assert key not in (tmp_path / "serve.out").read_text()  # never in the launcher's log
+        assert not any(key in p.read_text(errors="replace") for p in tmp_path.rglob("*.log"))
+        done = backend_cli(env, "qa", "run", "--samples", "1", "--parallel", "1", "--max-tokens", "8",
+                           "--questions", str(one_question(tmp_path)), "--results", str(tmp_path / "results"))
+        said = done.stdout + done.stderr
+        assert done.returncode == 0 and "API key" not in said and "1 answer(s) stored" in said, said
+        [record] = load_records(tmp_path / "data" / "history.sqlite3")
+        assert record["answer"].strip(), record
+        again = backend_cli(env, "replay", record["answer_id"])
+        said = again.stdout + again.stderr
+        assert again.returncode in (0, 1) and "API key" not in said, said  # identical or different, but replayed
+        assert f"Replay of answer {record['answer_id']}" in again.stdout
+        wrong = backend_cli({**env, "RCHAT_API_KEY": "not-the-key"}, "qa", "run", "--samples", "1",
+                            "--questions", str(one_question(tmp_path)), "--results", str(tmp_path / "results"))
+        assert wrong.returncode == 2 and "refused the API key" in wrong.stderr, wrong.stderr  # set, it wins
+    finally:
+        processes.stop_group(launcher, grace=30)
+    assert not path.exists()  # the stopped launcher took its key with it
