@@ -243,3 +243,27 @@ def test_two_pages_behind_haproxy_share_browsers_survive_a_kill_and_stop_clean(t
         assert not left, [p.cmdline()[:4] for p in left]
         assert all(processes.port_is_free("127.0.0.1", p) for p in [service.ui_port, *ports])
         assert "all stopped" in service.output and "Traceback" not in service.output
+
+
+@needs_haproxy
+@pytest.mark.browser
+@pytest.mark.timeout(600)
+def test_a_browser_asks_through_the_balancer_and_stays_on_its_page(tmp_path, fake_server_url) -> None:
+    from tests.ui_harness import answers, browser_page, send
+
+    with BalancedService(tmp_path, fake_server_url) as service:
+        service.wait_for("chat ready at")
+        ports = service.internal_ports()
+        with browser_page(service.url, screenshot=tmp_path / "balanced.png") as page:
+            cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+            mine = ports[int(cookies[COOKIE].removeprefix("p")) - 1]
+            assert page.evaluate("window.transports") == ["websocket"]  # straight to the websocket
+            send(page, "FIELD")
+            deadline = time.monotonic() + 60
+            while "9.8 is bigger." not in "".join(answers(page)):
+                assert time.monotonic() < deadline, answers(page)
+                time.sleep(0.25)
+            assert established(mine) >= 1  # the page's websocket, through HAProxy, on the page its cookie names
+            page.reload()
+            page.wait_for_selector("#chat-input", timeout=30_000)
+            assert {c["name"]: c["value"] for c in page.context.cookies()}[COOKIE] == cookies[COOKIE]
