@@ -264,6 +264,11 @@ def test_a_browser_asks_through_the_balancer_and_stays_on_its_page(tmp_path, fak
                 assert time.monotonic() < deadline, answers(page)
                 time.sleep(0.25)
             assert established(mine) >= 1  # the page's websocket, through HAProxy, on the page its cookie names
+            # The strip names the page process (live_strip.deployment(), tested above); the fake server has
+            # no /metrics, so the push is played here as the page process sends it.
+            page.evaluate("""window.postMessage({kind: "rchat-live", page: "page 2 of 2", strip: {model: "m",
+                running: 1, waiting: 0, tokens_per_second: null, kv_cache_percent: null}}, "*")""")
+            page.wait_for_selector("#rchat-live-page:has-text('page 2 of 2')", timeout=5_000)
             page.reload()
             page.wait_for_selector("#chat-input", timeout=30_000)
             assert {c["name"]: c["value"] for c in page.context.cookies()}[COOKIE] == cookies[COOKIE]
