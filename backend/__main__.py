@@ -10,6 +10,9 @@ export  write stored answers as JSONL or Markdown (all, one user's, those with a
         those where the human verdict and the answer key disagree)
 user    add/remove/list login users (`user add NAME` asks for the password)
 qa run  ask every keyed question --samples times of the running server; store, grade, print accuracy
+qa board    [--votes FILE] [--json] [--exclude-ties] [--tag TAG] [--bootstrap N] [--seed S]: Bradley-Terry
+            ratings with 95% intervals from battle votes (default: the battles stored in the history)
+qa compare  RUN_A RUN_B [--changed-only] [--json]: two accuracy runs' JSONs question by question
 replay  ANSWER_ID [--json]: send a stored answer's stamped request again, compare (backend/qa/replay.py)
 """
 
@@ -186,7 +189,7 @@ def cmd_qa(settings: Settings, args: argparse.Namespace) -> int:
     from backend.qa.accuracy_cli import RunOptions, run_accuracy
 
     if args.action != "run":
-        print("error: the qa command has one action: python -m backend qa run [--samples N] [--questions FILE]",
+        print("error: qa actions: run [--samples N] [--questions FILE], board [--votes FILE], compare RUN_A RUN_B",
               file=sys.stderr)
         return 2
     if args.samples < 1 or args.parallel < 1:
@@ -231,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["replay"]:
         return cmd_replay(argv[1:])
+    if argv[:1] == ["qa"] and argv[1:2] in (["board"], ["compare"]):
+        from backend.qa.compare.cli import qa_compare_command  # parsed on its own, as replay is
+
+        return qa_compare_command(argv[1], argv[2:])
     parser = argparse.ArgumentParser(prog="python -m backend", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="run",

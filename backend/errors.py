@@ -23,6 +23,10 @@ class HistoryUnavailable(ChatAppError):
     """The database cannot be used as it is; `str()` says why and what to do, in one line."""
 
 
+class CompareInputError(ChatAppError, ValueError):
+    """A votes file, battle record or accuracy-run file cannot be used; `str()` names the file and line."""
+
+
 # --- the server's life (supervisor, launcher) ---
 class ServerStartError(ChatAppError):
     """vLLM could not be brought up; carries the tail of its log."""
