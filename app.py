@@ -14,6 +14,8 @@ from backend.chat.sampling import apply_update, default_sampling, max_tokens_lim
 from backend.page.actions import answer_actions, send_export
 from backend.page import live_strip
 from backend.page.answer_flow import answer
+from backend.page.compare_flow import Clients, answer_modes, cast_vote, compare, wants_compare
+from backend.page.compare_view import restore as restore_comparisons
 from backend.page.booth import dress_page, shows_settings_panel, uses_password_login
 from backend.page.notices import guarded, notice
 from backend.page.replay_view import send_replay
@@ -26,6 +28,7 @@ from backend.settings import load_settings
 settings = load_settings()
 qa = set_up(settings)
 client = make_client(settings, api_key=settings.api_key.get_secret_value())
+clients = Clients(settings, client)  # contenders on other servers get their own
 _ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
 config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
 dress_page(config.ui, settings)  # the live strip on every page; booth mode (RCHAT_KIOSK)
@@ -57,6 +60,7 @@ async def app_startup() -> None:
 @cl.on_app_shutdown
 async def app_shutdown() -> None:
     await live_strip.stop()
+    await clients.close()
     await client.close()  # its aiohttp session, closed in its own loop (else a warning at exit)
 
 
@@ -80,9 +84,11 @@ def init_session(conversation: Conversation | None = None) -> None:
         cl.user_session.set("sampling", default_sampling(settings))
         cl.user_session.set("busy", None)
         cl.user_session.set("actions", [])  # a resumed session's stored copy holds None for these objects
+        cl.user_session.set("comparisons", {})  # comparison id -> its view, until voted
 
 
 async def open_chat() -> None:
+    await cl.context.emitter.set_modes(answer_modes())
     if shows_settings_panel(settings):
         await cl.ChatSettings(settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
     if qa.history_off_reason:
@@ -105,6 +111,7 @@ async def start() -> None:
 async def resume(thread: dict) -> None:
     """An earlier chat from the sidebar: the model sees its questions and answers again."""
     init_session(Conversation.from_steps(thread.get("steps") or []))
+    await restore_comparisons(thread, cl.user_session.get("comparisons"))
     stored = cl.user_session.get("chat_settings") or {}
     sampling, _ = apply_update(cl.user_session.get("sampling"), stored, settings)
     cl.user_session.set("sampling", sampling)
@@ -148,6 +155,9 @@ async def on_message(message: cl.Message) -> None:
         return
     if removed:
         await notice(f"{removed} control character(s) were removed from your message.")
+    if wants_compare(message):
+        await respond_compare(text)
+        return
     cl.user_session.get("conversation").add_user(text, message.id)
     await respond(sample=1)
 
@@ -168,6 +178,14 @@ async def regenerate(action: cl.Action) -> None:
         return
     async with cl.Step(name="regenerate", type="run"):  # a run, so the new answer gets feedback buttons too
         await respond(sample=int(action.payload.get("sample", 1)) + 1)
+
+
+@cl.action_callback("battle_vote")
+@guarded
+async def battle_vote(action: cl.Action) -> None:
+    user = cl.context.session.user
+    await cast_vote(action.payload, views=cl.user_session.get("comparisons") or {},
+                    user=user.identifier if user else "")
 
 
 @cl.action_callback("export")
@@ -204,3 +222,13 @@ async def respond(*, sample: int) -> None:
     cl.user_session.set("actions", result.message.actions if result.message is not None else [])
     if result.text:
         conversation.add_assistant(result.text)
+
+
+async def respond_compare(question: str) -> None:
+    """Compare mode: the question to both contenders, side by side, blind until the vote."""
+    cl.user_session.set("busy", asyncio.current_task())
+    stop = asyncio.Event()
+    cl.user_session.set("stop", stop)
+    await compare(question, settings=settings, sampling=cl.user_session.get("sampling"), clients=clients,
+                  views=cl.user_session.get("comparisons"), stop_requested=stop.is_set,
+                  session_id=cl.context.session.thread_id)

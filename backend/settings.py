@@ -104,6 +104,7 @@ class Settings(BaseSettings):
     history_db: Path | None = Field(None, description="The history database (SQLite); empty = <data_dir>/history.sqlite3.")
     users: dict[str, str] = Field(default_factory=dict, description='Password users as JSON, {"name": "<argon2 hash>"}; empty = the users file.')
     users_file: Path | None = Field(None, description="Users file written by `python -m backend user add`; empty = <data_dir>/users.json.")
+    contenders_file: Path | None = Field(PROJECT_ROOT / "contenders.toml", description="Compare mode's contenders (see contenders.example.toml); absent = two samples of the chat's settings.")
     auth_secret: SecretStr = Field(SecretStr(""), description="Signs login cookies; empty = generated once, kept in <data_dir>/auth-secret.")
     persist_interval: float = Field(2.0, gt=0, le=60, description="Seconds between saves of an answer while it streams.")
     # --- booth mode (a kiosk screen at a demo booth) ---
@@ -136,7 +137,7 @@ class Settings(BaseSettings):
             raise ValueError("must start with http:// or https:// (or be empty to launch vLLM)")
         return value.rstrip("/").removesuffix("/v1")
 
-    @field_validator("log_dir", "data_dir", "history_db", "users_file", mode="before")
+    @field_validator("log_dir", "data_dir", "history_db", "users_file", "contenders_file", mode="before")
     @classmethod
     def _under_project(cls, value: object) -> object:
         if value in ("", None):

@@ -82,6 +82,8 @@ class Conversation:
             record = (step.get("metadata") or {}).get(RECORD_KEY) or {}
             if step.get("type") == "user_message":
                 conversation.add_user(clean_user_text(step.get("output") or "")[0], step["id"])
+            elif record.get("kind") == "battle" and conversation.turns and conversation.turns[-1].role == "user":
+                conversation.turns.pop()  # a compared question was asked on its own, outside the conversation
             elif record.get("kind") == "answer" and record.get("answer"):
                 last = conversation.turns[-1] if conversation.turns else None
                 if last and last.role == "assistant":  # a regenerated sample replaces the one before

@@ -44,6 +44,8 @@ def _records(db: sqlite3.Connection, *, thread_id: str | None, user: str | None)
     records = []
     for row in db.execute(query, {"thread": thread_id, "user": user}):
         meta = json.loads(row["metadata"] or "{}").get(RECORD_KEY) or {}
+        if meta.get("kind") == "battle":
+            records += _battle_rows(row, meta)
         if meta.get("kind") != "answer":
             continue
         human = human_verdict(row["feedback_value"], row["feedback_comment"])
@@ -60,6 +62,23 @@ def _records(db: sqlite3.Connection, *, thread_id: str | None, user: str | None)
             "agreement": agreement(meta.get("verdict"), human), "stamp": meta.get("stamp", {}),
         })
     return records
+
+
+def _battle_rows(row: sqlite3.Row, battle: dict[str, Any]) -> list[dict[str, Any]]:
+    """A comparison's two answers as rows of their own (answer ids `<message id>:A` and `:B`)."""
+    rows = []
+    for label, meta in sorted((battle.get("answers") or {}).items()):
+        rows.append({
+            "thread_id": row["thread_id"], "thread_name": row["thread_name"], "user": row["user"],
+            "answer_id": f"{row['id']}:{label}", "question_id": meta.get("question_id"),
+            "question": meta.get("question"), "sample": 1, "outcome": meta.get("outcome"),
+            "reasoning": meta.get("reasoning", ""), "answer": meta.get("answer", ""), "shown": "",
+            "verdict": meta.get("verdict"), "human_verdict": None, "agreement": None,
+            "stamp": meta.get("stamp", {}),
+            "battle": {"id": battle.get("id"), "label": label, "contender": (battle.get("contenders") or {}).get(label),
+                       "vote": battle.get("vote"), "reasons": battle.get("reasons"), "comment": battle.get("comment")},
+        })
+    return rows
 
 
 def to_jsonl(records: list[dict[str, Any]]) -> str:

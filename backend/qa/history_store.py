@@ -34,7 +34,7 @@ from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 log = logging.getLogger(__name__)
 SURROGATE = re.compile("[\ud800-\udfff]")
 JSON_COLUMNS = {"metadata", "tags", "generation", "modes", "step_metadata", "step_tags", "step_generation",
-                "thread_metadata", "thread_tags"}
+                "thread_metadata", "thread_tags", "props"}  # props: a custom element's, read as a dict
 SAVE_FAILED = ("This chat could not be saved to the history database ({reason}). It stays on this page; "
                "use *Export chat* to keep a copy, and ask whoever runs the app to check the disk.")
 
@@ -72,6 +72,18 @@ class HistoryStore(SQLAlchemyDataLayer):
     async def upsert_feedback(self, feedback):
         feedback.comment = feedback.comment or ""  # stored as given, even when empty
         return await super().upsert_feedback(feedback)
+
+    async def create_element(self, element):
+        """A custom element (a comparison's) is its props, not a file: stored without Chainlit's blob
+        store, so that a resumed chat shows it. Other elements are left to Chainlit (none here)."""
+        if getattr(element, "type", None) != "custom" or not element.for_id:
+            return await super().create_element(element)
+        row = {"id": element.id, "threadId": element.thread_id, "forId": element.for_id, "type": "custom",
+               "name": element.name, "display": element.display, "mime": element.mime, "url": element.url,
+               "props": json.dumps(element.props)}
+        columns = ", ".join(f'"{k}"' for k in row)
+        await self.execute_sql(f"INSERT INTO elements ({columns}) VALUES ({', '.join(':' + k for k in row)}) "
+                               'ON CONFLICT ("id") DO UPDATE SET "props" = :props', row)
 
     async def execute_sql(self, query: str, parameters: dict):
         parameters = {k: _encode(v) for k, v in parameters.items()}

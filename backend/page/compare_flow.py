@@ -1,0 +1,88 @@
+"""Compare mode's flow on the page: the composer's mode picker, a comparison asked, a vote cast.
+
+The mode picker ("Answer: One answer | Compare") sits in the composer; each message says which
+option it was sent with. A comparison asks each contender the question on its own (no earlier turns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import chainlit as cl
+import openai
+
+from backend.chat.client import make_client
+from backend.chat.sampling import Sampling
+from backend.errors import SettingsError
+from backend.page.compare_view import INTRO, CompareView
+from backend.page.notices import notice, wait_for_backend
+from backend.page.token_batcher import streaming
+from backend.qa.compare.comparison import Comparison, cast, run, shuffled
+from backend.qa.compare.contenders import load_pair
+from backend.settings import Settings
+
+MODE_ID, ONE, COMPARE = "answer", "one", "compare"
+
+
+def answer_modes() -> list[cl.Mode]:
+    return [cl.Mode(id=MODE_ID, name="Answer", options=[
+        cl.ModeOption(id=ONE, name="One answer", description="The model answers, as usual", icon="message-square",
+                      default=True),
+        cl.ModeOption(id=COMPARE, name="Compare (blind A/B)", icon="columns-2",
+                      description="Two answers side by side, names hidden until you vote")])]
+
+
+def wants_compare(message: cl.Message) -> bool:
+    return (message.modes or {}).get(MODE_ID) == COMPARE
+
+
+class Clients:
+    """The app's client for its own server, and one per other server a contender names."""
+
+    def __init__(self, settings: Settings, own: openai.AsyncOpenAI) -> None:
+        self.own_url, self.clients = settings.server_url, {settings.server_url: own}
+
+    def __call__(self, settings: Settings) -> openai.AsyncOpenAI:
+        if settings.server_url not in self.clients:
+            self.clients[settings.server_url] = make_client(settings, api_key=settings.api_key.get_secret_value())
+        return self.clients[settings.server_url]
+
+    async def close(self) -> None:
+        for url, client in self.clients.items():
+            if url != self.own_url:
+                await client.close()
+
+
+async def compare(question: str, *, settings: Settings, sampling: Sampling, clients: Clients,
+                  views: dict[str, CompareView], stop_requested: Callable[[], bool], session_id: str) -> None:
+    """Ask both contenders, stream them side by side, then open the vote."""
+    try:
+        pair = load_pair(settings.contenders_file)
+    except SettingsError as err:
+        await notice(f"Compare cannot start: {err}. Fix the file, then ask again.")
+        return
+    if not await wait_for_backend(settings):
+        return
+    comparison = Comparison(question=question, shown=shuffled(pair))
+    view = CompareView(cl.Message(content=INTRO), comparison.id)
+    await view.open()
+    with streaming():
+        await run(comparison, settings=settings, sampling=sampling, client_for=clients,
+                  observers=view.observers(), stop=stop_requested, session_id=session_id)
+    await view.ended(comparison)
+    views[view.id] = view
+
+
+async def cast_vote(payload: dict[str, Any], *, views: dict[str, CompareView], user: str) -> None:
+    view = views.get(str(payload.get("battle_id")))
+    if view is None or view.phase != "vote":
+        await notice("This comparison can no longer be voted on (it was voted already, or the page restarted).")
+        return
+    try:
+        cast(view.record or {}, str(payload.get("vote")), reasons=list(payload.get("reasons") or []),
+             comment=str(payload.get("comment") or ""), user=user)
+    except ValueError as err:
+        await notice(f"The vote was not taken: {err}.")
+        return
+    await view.reveal()

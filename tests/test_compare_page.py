@@ -1,0 +1,96 @@
+"""Compare mode in real Chromium: two answers side by side, blind until the vote, stored, resumed.
+
+Against the fake server of tests/fake_openai_server.py (scripted answers arrive in a fixed time, so
+both sides stream at once and end on cue); the contenders are two setups of that one server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from backend.qa.compare.battles import battles_from_records, load_battle_records
+from backend.qa.export import load_records
+from tests.conftest import free_port
+from tests.test_chat_page import shot, wait_for
+from tests.ui_harness import browser_page, chainlit_app, send
+
+pytestmark = [pytest.mark.browser]
+CONTENDERS = """pair = ["cool", "warm"]
+[[contender]]
+name = "cool"
+temperature = 0.1
+[[contender]]
+name = "warm"
+temperature = 0.9
+system_prompt = "You are warm."
+"""
+
+
+@pytest.fixture(scope="module")
+def compare_app(fake_server_url: str, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("compare-ui")
+    (folder / "contenders.toml").write_text(CONTENDERS)
+    env = {"RCHAT_BASE_URL": fake_server_url, "RCHAT_CONTENDERS_FILE": str(folder / "contenders.toml")}
+    with chainlit_app(ui_port=free_port(), log_dir=folder, env=env) as url:
+        yield url, folder / "data" / "history.sqlite3"
+
+
+def pick_compare(page) -> None:
+    page.click("#mode-picker-trigger-answer")
+    page.get_by_text("Compare (blind A/B)").first.click()
+    wait_for(lambda: "Compare" in page.inner_text("#mode-picker-trigger-answer"), timeout=10)
+
+
+def battle_text(page) -> str:
+    return page.inner_text(".battle") if page.locator(".battle").count() else ""
+
+
+def test_a_blind_comparison_streams_side_by_side_and_reveals_after_the_vote(compare_app) -> None:
+    url, history = compare_app
+    with browser_page(url, screenshot=shot("compare-revealed")) as page:
+        pick_compare(page)
+        send(page, "FIELD: which is bigger, 9.11 or 9.8?")
+        wait_for(lambda: page.locator(".battle-side").count() == 2, timeout=30)
+        wait_for(lambda: page.locator(".battle[data-phase=vote]").count() == 1, timeout=30)
+        blind = battle_text(page)
+        assert blind.count("9.8 is bigger.") == 2 and "cool" not in blind and "warm" not in blind
+        assert "tok/s" not in blind and "Answer key" not in blind
+        page.screenshot(path=str(shot("compare-blind")), full_page=True)
+        page.click("[data-reason='More concise']")
+        page.fill(".battle-comment", "A reads better")
+        page.locator("body").click(position={"x": 5, "y": 5})  # out of the comment box, so the key votes
+        page.keyboard.press("1")
+        wait_for(lambda: page.locator(".battle[data-phase=revealed]").count() == 1, timeout=20)
+        shown = battle_text(page)
+        assert "cool" in shown and "warm" in shown and "tok/s" in shown and "Your vote: A is better" in shown
+    [record] = load_battle_records(history)
+    assert record["vote"] == "a" and record["reasons"] == ["More concise"] and record["comment"] == "A reads better"
+    assert set(record["contenders"].values()) == {"cool", "warm"}
+    stamps = {label: a["stamp"] for label, a in record["answers"].items()}
+    temperatures = {record["contenders"][label]: s["sampling"]["temperature"] for label, s in stamps.items()}
+    assert temperatures == {"cool": 0.1, "warm": 0.9}
+    [battle] = battles_from_records([record])
+    assert battle.winner == "a" and battle.a == record["contenders"]["A"]
+    rows = [r for r in load_records(history) if "battle" in r]
+    assert {r["answer_id"].rsplit(":", 1)[1] for r in rows} == {"A", "B"} and all(r["stamp"] for r in rows)
+
+
+def test_a_resumed_compare_chat_shows_its_comparison_and_an_unvoted_one_can_be_voted(compare_app) -> None:
+    url, history = compare_app
+    with browser_page(url) as page:
+        pick_compare(page)
+        send(page, "FIELD: which is bigger, 9.11 or 9.8? (second)")
+        wait_for(lambda: page.locator(".battle[data-phase=vote]").count() == 1, timeout=40)
+    with browser_page(url, screenshot=shot("compare-resumed")) as page:  # a new tab, the chat from the sidebar
+        page.locator("#thread-history").get_by_text("(second)").first.click(timeout=30_000)
+        page.wait_for_url("**/thread/**", timeout=30_000)
+        wait_for(lambda: page.locator(".battle[data-phase=vote]").count() == 1, timeout=30)
+        assert battle_text(page).count("9.8 is bigger.") == 2
+        page.click("[data-vote=tie]")
+        wait_for(lambda: page.locator(".battle[data-phase=revealed]").count() == 1, timeout=20)
+    votes = [r["vote"] for r in load_battle_records(history) if "(second)" in r["question"]]
+    assert votes == ["tie"]
+    assert json.loads(json.dumps(votes))  # stored as plain JSON
