@@ -175,7 +175,7 @@ def cmd_user(settings: Settings, args: argparse.Namespace) -> int:
 
 def _qa_run_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--samples", type=int, default=5, help="answers per question (default 5)")
-    group.add_argument("--questions", type=Path, help="questions file, as backend/qa/questions.json (default: it)")
+    group.add_argument("--questions", type=Path, help="questions file, as backend/answers/grading/questions.json (default: it)")
     group.add_argument("--parallel", type=int, default=4, help="answers asked at once (default 4)")
     group.add_argument("--max-tokens", type=int, help="answer token budget (default: a new chat's)")
     group.add_argument("--temperature", type=float, help="sampling temperature (default: a new chat's)")
