@@ -8,7 +8,7 @@ from chainlit.server import sio
 
 from backend.chat.client import make_client
 from backend.chat.conversation import Conversation, clean_user_text
-from backend.chat.health import describe_down, is_healthy, server_warning
+from backend.chat.health import is_healthy, server_warning
 from backend.chat.input_check import input_problem
 from backend.chat.sampling import apply_update, default_sampling, max_tokens_limit
 from backend.page.actions import answer_actions, send_export
@@ -16,8 +16,9 @@ from backend.page import live_strip
 from backend.page.answer_flow import answer
 from backend.page.compare_flow import Clients, answer_modes, cast_vote, compare, wants_compare
 from backend.page.compare_view import restore as restore_comparisons
+from backend.page.board_view import COMMAND as BOARD, board_command, send_board
 from backend.page.booth import dress_page, shows_settings_panel, uses_password_login
-from backend.page.notices import guarded, notice
+from backend.page.notices import guarded, notice, watch_backend
 from backend.page.replay_view import send_replay
 from backend.page.settings_panel import settings_widgets
 from backend.qa.accounts import LOCAL_USER, check_password
@@ -89,12 +90,14 @@ def init_session(conversation: Conversation | None = None) -> None:
 
 async def open_chat() -> None:
     await cl.context.emitter.set_modes(answer_modes())
+    if qa.store is not None:
+        await cl.context.emitter.set_commands([board_command()])
     if shows_settings_panel(settings):
         await cl.ChatSettings(settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
     if qa.history_off_reason:
         await notice(qa.history_off_reason)
     if not await is_healthy(settings):
-        await notice(describe_down(settings))
+        await watch_backend(settings)  # a notice of how its start goes, kept up to date
     elif warning := server_warning(settings):
         await notice(warning)
 
@@ -145,6 +148,9 @@ def busy_elsewhere() -> bool:
 @guarded
 async def on_message(message: cl.Message) -> None:
     init_session()
+    if message.command == BOARD:
+        await send_board(settings, history_off_reason=qa.history_off_reason)
+        return
     if busy_elsewhere():
         await notice("Still answering your previous message: wait for it, or press Stop first.")
         return

@@ -94,3 +94,14 @@ def test_a_resumed_compare_chat_shows_its_comparison_and_an_unvoted_one_can_be_v
     votes = [r["vote"] for r in load_battle_records(history) if "(second)" in r["question"]]
     assert votes == ["tie"]
     assert json.loads(json.dumps(votes))  # stored as plain JSON
+
+
+def test_the_leaderboard_command_rates_the_votes_given(compare_app) -> None:
+    url, _ = compare_app
+    with browser_page(url, screenshot=shot("compare-board")) as page:
+        page.click("#command-Leaderboard")
+        page.locator("#chat-submit:not([disabled])").click(timeout=20_000)
+        wait_for(lambda: "Leaderboard ·" in page.inner_text("body"), timeout=30)
+        board = page.inner_text("body")
+        assert "2 voted comparison(s)" in board and "cool" in board and "warm" in board
+        assert "95 % interval" in board and "win rate" in board
