@@ -8,6 +8,9 @@ status  is the server up, what does it serve, how busy is it
 check   validate settings and print the vLLM command line, start nothing
 export  write stored answers as JSONL or Markdown (all, one user's, those with a human verdict, or
         those where the human verdict and the answer key disagree)
+export --votes [--include-ties] [--format csv] [--user NAME]: the Compare votes as preference pairs,
+        JSONL in the format TRL's DPOTrainer reads (prompt, chosen, rejected as messages, both stamps, the
+        vote and reasons; ties and both bad left out unless --include-ties), or a CSV table of the votes
 user    add/remove/list login users (`user add NAME` asks for the password)
 qa run  ask every keyed question --samples times of the running server; store, grade, print accuracy
 qa board    [--votes FILE] [--json] [--exclude-ties] [--tag TAG] [--bootstrap N] [--seed S]: Bradley-Terry
@@ -127,6 +130,10 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
     from backend.qa.export import load_records, render
     from backend.qa.history_db import HistoryUnavailable
 
+    if args.votes or args.format == "csv":
+        from backend.qa.compare.preferences import votes_command
+
+        return votes_command(settings.history_path, args)
     try:
         records = load_records(settings.history_path, user=args.user, human_only=args.human_verdicts,
                                disagreements=args.disagreements)
@@ -171,6 +178,20 @@ def cmd_user(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     print(f"user {args.name} saved in {path} (password stored as an Argon2 hash); restart the app to use it")
     return 0
+
+
+def _export_options(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--format", choices=["jsonl", "md", "csv"], default="jsonl",
+                       help="export format (csv: with --votes)")
+    group.add_argument("--out", default="-", help="export file (default: standard output)")
+    group.add_argument("--human-verdicts", "--feedback-only", action="store_true",
+                       help="export only answers with a human verdict (Right/Wrong under the answer)")
+    group.add_argument("--disagreements", action="store_true",
+                       help="export only answers whose human verdict differs from the answer key's")
+    group.add_argument("--votes", action="store_true", help="export the Compare votes as preference pairs "
+                       "(JSONL for TRL's DPOTrainer) or, with --format csv, as a table")
+    group.add_argument("--include-ties", action="store_true",
+                       help='export --votes: also ties and both-bad votes, marked "tie": true, neither chosen')
 
 
 def _qa_run_options(group: argparse._ArgumentGroup) -> None:
@@ -245,13 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", nargs="?", choices=["add", "remove", "list", "run"], help="for `user` and `qa`")
     parser.add_argument("name", nargs="?", help="for `user add/remove`")
     parser.add_argument("--password-stdin", action="store_true", help="user add: read the password from stdin")
-    parser.add_argument("--format", choices=["jsonl", "md"], default="jsonl", help="export format")
-    parser.add_argument("--out", default="-", help="export file (default: standard output)")
-    parser.add_argument("--user", help="export: only this user's chats; qa run: whose sidebar gets the run (default local)")
-    parser.add_argument("--human-verdicts", "--feedback-only", action="store_true",
-                        help="export only answers with a human verdict (Right/Wrong under the answer)")
-    parser.add_argument("--disagreements", action="store_true",
-                        help="export only answers whose human verdict differs from the answer key's")
+    parser.add_argument("--user", help="export: only this user's chats (with --votes: votes cast by this user); "
+                        "qa run: whose sidebar gets the run (default local)")
+    _export_options(parser.add_argument_group("export"))
     _qa_run_options(parser.add_argument_group("qa run"))
     args = parser.parse_args(argv)
     settings = _settings_or_none()
