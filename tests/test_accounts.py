@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from backend.qa.accounts import AccountsError, check_password, ensure_auth_secret, load_users, set_user
+from backend.qa.accounts import (
+    AccountsError,
+    check_password,
+    ensure_auth_secret,
+    keep_in_file,
+    load_users,
+    set_user,
+)
 from backend.settings import PROJECT_ROOT
 from tests.conftest import make_settings
 
@@ -55,3 +62,12 @@ def test_the_auth_secret_is_generated_once_and_kept(tmp_path: Path) -> None:
     assert len(first) >= 32 and stat.S_IMODE(settings.auth_secret_file.stat().st_mode) == 0o600
     assert ensure_auth_secret(settings) == first  # a restart keeps everyone logged in
     assert ensure_auth_secret(make_settings(tmp_path, data_dir=tmp_path, auth_secret="given")) == "given"
+
+
+def test_an_empty_auth_secret_file_gets_a_secret_and_pages_agree_on_one(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, data_dir=tmp_path)
+    settings.auth_secret_file.write_text("")
+    first = ensure_auth_secret(settings)
+    assert len(first) >= 32 and settings.auth_secret_file.read_text().strip() == first
+    assert keep_in_file(settings.auth_secret_file, "another page's candidate") == first  # the file wins
+    assert not list(tmp_path.glob("*.tmp"))

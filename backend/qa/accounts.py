@@ -5,7 +5,8 @@ header login, which needs no form), so a booth or one person on their own machin
 without a password. Configure users and the page asks for a password instead.
 
 The auth secret signs Chainlit's login cookies. It is generated on first start and kept in
-`<data_dir>/auth-secret` (mode 600), so logins survive restarts; RCHAT_AUTH_SECRET overrides it.
+`<data_dir>/auth-secret` (mode 600), or in the PostgreSQL history database when RCHAT_DATABASE_URL
+is set, so logins survive restarts and every page process signs alike; RCHAT_AUTH_SECRET overrides it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from argon2 import PasswordHasher
@@ -101,13 +104,38 @@ def _write_private(path: Path, content: str) -> None:
     os.replace(tmp, path)
 
 
-def ensure_auth_secret(settings: Settings) -> str:
-    """The secret that signs login cookies: from settings, else kept in a file, else generated now."""
+def ensure_auth_secret(settings: Settings, keep: Callable[[str], str] | None = None) -> str:
+    """The secret that signs login cookies: from settings, else the one kept, else `candidate` kept now.
+
+    `keep(candidate)` stores the candidate unless a secret is stored already, and returns the stored
+    one; by default the file <data_dir>/auth-secret (backend/qa/setup.py passes the shared database's
+    keeper instead when there is one). Every page process must sign with the same secret."""
     secret = settings.auth_secret.get_secret_value()
-    if not secret and settings.auth_secret_file.exists():
-        secret = settings.auth_secret_file.read_text(encoding="utf-8").strip()
     if not secret:
-        secret = secrets.token_urlsafe(48)
-        _write_private(settings.auth_secret_file, secret + "\n")
+        secret = (keep or partial(keep_in_file, settings.auth_secret_file))(secrets.token_urlsafe(48))
     os.environ["CHAINLIT_AUTH_SECRET"] = secret  # Chainlit reads it from the environment, at each use
     return secret
+
+
+def keep_in_file(path: Path, candidate: str) -> str:
+    """The secret in `path`, writing `candidate` there first if there is none. Pages starting at once
+    agree: the file appears whole or not at all (a hard link, which fails if another process won)."""
+    if _read_secret(path):
+        return _read_secret(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(candidate + "\n")
+    try:
+        os.link(tmp, path)
+    except FileExistsError:  # another page wrote it first (use theirs), or an empty file lies there
+        if not _read_secret(path):
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return _read_secret(path)
+
+
+def _read_secret(path: Path) -> str:
+    return path.read_text(encoding="utf-8").strip() if path.exists() else ""

@@ -9,6 +9,10 @@ columns have changed between releases. `PRAGMA user_version` holds our schema ve
   newer, not SQLite, damaged, marked read-only: refused with a message; the file is never touched.
 
 Refusing means the app runs with history off and says so on every new chat (`HistoryUnavailable`).
+
+Several page processes share the file (one per port behind a load balancer): it is in WAL mode, every
+connection waits BUSY_TIMEOUT_S for another's write, and `prepare` takes the write lock before it looks,
+so pages starting together create or migrate it once.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 from backend.errors import HistoryUnavailable  # noqa: F401 - callers catch it from here too
 
 SCHEMA_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"
+# Seconds a connection waits for another process's write (N pages share one file) before an error.
+BUSY_TIMEOUT_S = 15.0
 
 # table -> columns (name, SQL type). Quoted camelCase names, because Chainlit's SQL uses them.
 TABLES: dict[str, list[tuple[str, str]]] = {
@@ -84,23 +91,32 @@ def _check_file(path: Path) -> None:
                                  "It was left untouched: move it away or set RCHAT_HISTORY_DB to a new file, then restart.")
 
 
-def backup(db: sqlite3.Connection, path: Path, version: int) -> Path:
+def backup(path: Path, version: int) -> Path:
+    """A copy of the file as last committed. Read through a connection of its own: the caller holds the
+    write lock, and a backup from the connection holding it waits forever (Python retries SQLITE_BUSY)."""
     target = path.with_name(f"{path.name}.schema-v{version}.bak")
-    with sqlite3.connect(target) as copy:
-        db.backup(copy)
-    copy.close()
+    source = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+    try:
+        with sqlite3.connect(target) as copy:
+            source.backup(copy)
+        copy.close()
+    finally:
+        source.close()
     return target
 
 
 def prepare(path: Path) -> str:
     """Create or migrate the database at `path`; return what was done (for the log).
 
-    Raises HistoryUnavailable with a one-line reason when the file must not be touched.
+    Raises HistoryUnavailable with a one-line reason when the file must not be touched. Safe to run
+    from several processes at once (N pages starting together): one of them creates or migrates,
+    the others wait for it (BEGIN IMMEDIATE) and then find the schema current.
     """
     _check_file(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(path, timeout=10)
+        # isolation_level=None: the transaction below is ours; Python's sqlite3 would run DDL outside one.
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except (OSError, sqlite3.Error) as err:
         raise HistoryUnavailable(f"Cannot open the history database {path}: {err}. "
                                  "Check the path and its folder's permissions (RCHAT_HISTORY_DB).") from None
@@ -148,26 +164,56 @@ def _usable_version(db: sqlite3.Connection, path: Path) -> int:
 
 
 def _prepare(db: sqlite3.Connection, path: Path) -> str:
+    if _usable_version(db, path) == SCHEMA_VERSION:
+        return f"history database {path} (schema {SCHEMA_VERSION})"
+    use_wal(db)  # before the transaction: the journal mode cannot change inside one
+    db.execute("BEGIN IMMEDIATE")  # the write lock, taken before looking: one process migrates
+    try:
+        said = _create_or_migrate(db, path)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")  # a failed migration changes nothing
+        raise
+    return said
+
+
+def _create_or_migrate(db: sqlite3.Connection, path: Path) -> str:
+    """Inside the write lock: another process may have done it while we waited."""
     version = _usable_version(db, path)
-    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if version == SCHEMA_VERSION:
         return f"history database {path} (schema {version})"
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     fresh = not tables
-    saved = None if fresh else backup(db, path, version)
-    with db:  # one transaction: a failed migration changes nothing
-        for table in TABLES:
-            if table not in tables:
-                _create_table(db, table)
-                continue
-            for name, kind in _missing_columns(db, table):
-                db.execute(_add_column_sql(table, name, kind))
-        for statement in INDEXES:
-            db.execute(statement)
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    db.execute("PRAGMA journal_mode = WAL")  # readers (export, sidebar) don't block the writer
+    saved = None if fresh else backup(path, version)
+    for table in TABLES:
+        if table not in tables:
+            _create_table(db, table)
+            continue
+        for name, kind in _missing_columns(db, table):
+            db.execute(_add_column_sql(table, name, kind))
+    for statement in INDEXES:
+        db.execute(statement)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     if fresh:
         return f"created history database {path} (schema {SCHEMA_VERSION})"
     return f"migrated history database {path} from schema {version} to {SCHEMA_VERSION}; the old file is kept as {saved}"
+
+
+def use_wal(db: sqlite3.Connection) -> None:
+    """WAL: readers don't block the writer, and writers of several processes queue on the busy timeout.
+
+    Switching a file to WAL needs it alone for a moment, and SQLite answers "database is locked" at
+    once there instead of waiting the busy timeout; pages starting together retry until it is done."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:

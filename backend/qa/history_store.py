@@ -4,8 +4,9 @@
 2. JSON columns come back decoded, as the page and `on_chat_resume` expect dicts and lists.
 3. Text that cannot be UTF-8 (an unpaired surrogate from a paste of binary junk) is stored with
    U+FFFD in its place; SQLite would refuse the whole row otherwise, losing the question.
-4. Logins are saved one at a time: Chainlit's create_user reads, then inserts, so two first logins of
-   one user at once (a booth's tabs reopening) raced into a UNIQUE-constraint error.
+4. A first login inserts the user unless it is there by then: Chainlit's create_user reads, then
+   inserts, so two first logins of one user at once (a booth's tabs reopening, or two page processes)
+   raced into a UNIQUE-constraint error.
 5. A failed write is not only logged (the base class swallows it): the user is told once per chat
    that the history could not be saved, so nobody believes a verdict was recorded when it was not.
 6. Feedback is the QA user's verdict (backend/qa/verdicts.py). The base class leaves out empty
@@ -25,11 +26,14 @@ import json
 import logging
 import re
 import sqlite3
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
+
+from backend.qa.history_db import BUSY_TIMEOUT_S, use_wal
 
 log = logging.getLogger(__name__)
 SURROGATE = re.compile("[\ud800-\udfff]")
@@ -66,8 +70,17 @@ class HistoryStore(SQLAlchemyDataLayer):
         self._user_lock = asyncio.Lock()
 
     async def create_user(self, user):
+        """Chainlit's create_user reads, then inserts: two first logins of one user at once (two tabs, or
+        two page processes) raced into a UNIQUE-constraint error. An insert that yields to the winner does not."""
         async with self._user_lock:
-            return await super().create_user(user)
+            if await self.get_user(user.identifier) is None:
+                await self.execute_sql(
+                    'INSERT INTO users ("id", "identifier", "createdAt", "metadata") '
+                    'VALUES (:id, :identifier, :createdAt, :metadata) ON CONFLICT ("identifier") DO NOTHING',
+                    {"id": str(uuid.uuid4()), "identifier": str(user.identifier),
+                     "createdAt": await self.get_current_timestamp(), "metadata": json.dumps(user.metadata)})
+                return await self.get_user(user.identifier)
+            return await super().create_user(user)  # updates the metadata, as Chainlit does
 
     async def upsert_feedback(self, feedback):
         feedback.comment = feedback.comment or ""  # stored as given, even when empty
@@ -116,12 +129,14 @@ class HistoryStore(SQLAlchemyDataLayer):
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=10)  # the export CLI may hold the file a moment
+    # The busy timeout: the other pages' processes (and an accuracy run) write to the same file; a
+    # write waits for theirs to commit (milliseconds) instead of failing with "database is locked".
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
     # WAL: a commit is one append (and no fsync with synchronous=NORMAL) instead of a rollback journal
     # synced twice, and readers (the export CLI) no longer block writers. Under 64 streaming sessions
     # the page's writes queued on the file lock and held answers up. An app crash still loses nothing
     # committed; a power cut may lose the last commits.
-    db.execute("PRAGMA journal_mode = WAL")
+    use_wal(db)
     db.execute("PRAGMA synchronous = NORMAL")
     return db
 
