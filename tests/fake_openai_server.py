@@ -78,6 +78,8 @@ async def completions(request: Request):
         yield chunk(finish=finish)
         usage = {"id": "fake", "object": "chat.completion.chunk", "created": 0, "model": "fake", "choices": [],
                  "usage": {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22}}
+        if "FIELD" in text:  # as vLLM reports it when started with a reasoning parser
+            usage["usage"]["completion_tokens_details"] = {"reasoning_tokens": 5}
         yield f"data: {json.dumps(usage)}\n\n"
         yield "data: [DONE]\n\n"
 

@@ -101,6 +101,16 @@ async def test_a_stop_keeps_what_streamed_and_a_dropped_server_is_worded(tmp_pat
     assert "kept above" in dropped.note(limit_setting="x")
 
 
+async def test_reasoning_tokens_are_the_servers_where_it_counts_them(tmp_path: Path, recording_server) -> None:
+    counted, _ = await ask(tmp_path, recording_server[0], "FIELD")  # the fake reports 5 of 12 as reasoning
+    assert (counted.stats.reasoning_tokens, counted.stats.answer_tokens) == (5, 7)
+    assert counted.stamp["stats"]["reasoning_counted_by"] == "server" and "5 reasoning + 7 answer" in \
+        counted.stats.summary()
+    inline, _ = await ask(tmp_path, recording_server[0], KEYED)  # <think> tags: counted from the stream
+    assert inline.stats.reasoning_counted_by == "stream chunks" and inline.stats.reasoning_tokens > 0
+    assert inline.thinking_label() == "Thought for less than a second"
+
+
 def qa_run(tmp_path: Path, port: int, env: dict[str, str]) -> subprocess.CompletedProcess:
     questions = tmp_path / "one.json"
     key = json.loads((PROJECT_ROOT / "backend/answers/grading/questions.json").read_text())

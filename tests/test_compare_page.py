@@ -13,7 +13,7 @@ import pytest
 
 from backend.qa.compare.battles import battles_from_records, load_battle_records
 from backend.qa.export import load_records
-from tests.conftest import free_port
+from tests.conftest import CLEAR_QUESTION, free_port
 from tests.test_chat_page import shot, wait_for
 from tests.ui_harness import browser_page, chainlit_app, send
 
@@ -105,3 +105,27 @@ def test_the_leaderboard_command_rates_the_votes_given(compare_app) -> None:
         board = page.inner_text("body")
         assert "2 voted comparison(s)" in board and "cool" in board and "warm" in board
         assert "95 % interval" in board and "win rate" in board
+
+
+@pytest.mark.server
+def test_two_setups_of_the_real_model_compete_blind_and_are_stored_with_their_stamps(vllm_server, tmp_path) -> None:
+    """The real vLLM on the embedded model: greedy against warm sampling with its own system prompt."""
+    (tmp_path / "contenders.toml").write_text('[[contender]]\nname = "greedy"\ntemperature = 0.0\nmax_tokens = 48\n'
+                                              '[[contender]]\nname = "warm"\ntemperature = 0.9\nmax_tokens = 48\n'
+                                              'system_prompt = "Answer in one short sentence."\n')
+    env = {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
+           "RCHAT_CONTENDERS_FILE": str(tmp_path / "contenders.toml")}
+    with chainlit_app(ui_port=free_port(), log_dir=tmp_path, env=env) as url:
+        with browser_page(url, screenshot=shot("compare-real")) as page:
+            pick_compare(page)
+            send(page, CLEAR_QUESTION)
+            wait_for(lambda: page.locator(".battle[data-phase=vote]").count() == 1, timeout=300)
+            assert "greedy" not in battle_text(page) and "warm" not in battle_text(page)
+            page.click("[data-vote=b]")
+            wait_for(lambda: page.locator(".battle[data-phase=revealed]").count() == 1, timeout=30)
+    [record] = load_battle_records(tmp_path / "data" / "history.sqlite3")
+    by_name = {record["contenders"][label]: answer for label, answer in record["answers"].items()}
+    assert by_name["greedy"]["stamp"]["sampling"]["temperature"] == 0.0 and by_name["greedy"]["answer"].strip()
+    assert by_name["warm"]["stamp"]["system_prompt"] == "Answer in one short sentence."
+    assert by_name["warm"]["stamp"]["engine"]["vllm_version"] not in ("", "unknown")
+    assert record["vote"] == "b" and record["answers"]["A"]["outcome"] == "complete"

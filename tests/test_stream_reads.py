@@ -63,7 +63,8 @@ async def test_one_read_of_many_chunks_comes_out_merged_in_order(tmp_path) -> No
     assert [(d.reasoning, d.answer) for d in deltas if d.reasoning or d.answer] == [
         ("Compare tenths.", ""), ("", "9.8 is bigger.")]
     assert [d.finish_reason for d in deltas if d.finish_reason] == ["stop"]
-    assert next(d.usage for d in deltas if d.usage) == {"prompt_tokens": 7, "completion_tokens": 5}
+    assert next(d.usage for d in deltas if d.usage) == {"prompt_tokens": 7, "completion_tokens": 5,
+                                                        "reasoning_tokens": None}
 
 
 async def test_text_before_an_error_in_the_same_read_is_kept_and_the_error_is_said(tmp_path) -> None:

@@ -111,5 +111,6 @@ async def _apply(live: LiveAnswer, delta: Delta, observer: AnswerObserver | None
     if delta.usage:
         live.stats.completion_tokens = delta.usage.get("completion_tokens")
         live.stats.prompt_tokens = delta.usage.get("prompt_tokens")
+        live.stats.server_reasoning_tokens = delta.usage.get("reasoning_tokens")
     if delta.finish_reason:
         live.stats.finish_reason = delta.finish_reason

@@ -16,6 +16,7 @@ class AnswerStats:
     reasoning_chunks: int = 0  # vLLM streams one token per chunk unless --stream-interval says more
     answer_chunks: int = 0
     completion_tokens: int | None = None  # from the server's usage, when it sends one
+    server_reasoning_tokens: int | None = None  # the usage's reasoning_tokens (vLLM with a reasoning parser)
     prompt_tokens: int | None = None
     finish_reason: str | None = None
 
@@ -52,12 +53,18 @@ class AnswerStats:
 
     @property
     def reasoning_tokens(self) -> int:
-        return self.reasoning_chunks
+        return self.reasoning_chunks if self.server_reasoning_tokens is None else self.server_reasoning_tokens
+
+    @property
+    def reasoning_counted_by(self) -> str:
+        """Where the reasoning count comes from: the server's usage, or the streamed chunks (a token each
+        at vLLM's default --stream-interval 1)."""
+        return "server" if self.server_reasoning_tokens is not None else "stream chunks"
 
     @property
     def answer_tokens(self) -> int:
         if self.completion_tokens is not None:
-            return max(0, self.completion_tokens - self.reasoning_chunks)
+            return max(0, self.completion_tokens - self.reasoning_tokens)
         return self.answer_chunks
 
     @property
@@ -87,5 +94,6 @@ class AnswerStats:
     def as_dict(self) -> dict:
         data = asdict(self)
         data.update(ttft=self.ttft, thinking_seconds=self.thinking_seconds, reasoning_tokens=self.reasoning_tokens,
-                    answer_tokens=self.answer_tokens, tokens_per_second=self.tokens_per_second)
+                    reasoning_counted_by=self.reasoning_counted_by, answer_tokens=self.answer_tokens,
+                    tokens_per_second=self.tokens_per_second)
         return data

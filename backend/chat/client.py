@@ -210,8 +210,10 @@ def _read_deltas(chunks: list[dict[str, Any]], parser: ThinkTagParser) -> list[D
     runs = _Runs(parser)
     for chunk in chunks:
         if usage := chunk.get("usage"):
+            details = usage.get("completion_tokens_details") or {}  # vLLM fills it with a reasoning parser
             runs.other(Delta(usage={"prompt_tokens": usage.get("prompt_tokens"),
-                                    "completion_tokens": usage.get("completion_tokens")}))
+                                    "completion_tokens": usage.get("completion_tokens"),
+                                    "reasoning_tokens": details.get("reasoning_tokens")}))
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             if reasoning := _reasoning_field(delta):
