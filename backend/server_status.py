@@ -26,12 +26,17 @@ class BackendStatus:
     pid: int = 0  # the launcher's pid
     engine: dict[str, Any] = field(default_factory=dict)  # what was launched: backend/server/engine_facts.py
     warning: str = ""  # e.g. the start-up self-test fell back to float32: the page shows it while ready
+    phase_since: float = 0.0  # epoch seconds the phase began (0: unknown, `since` stands for it)
 
     def describe(self) -> str:
         """A sentence for the chat page."""
-        waited = max(0, int(time.time() - self.since)) if self.since else 0
+        now = time.time()
+        waited = max(0, int(now - self.since)) if self.since else 0
         if self.state == "starting":
-            return f"The model server is starting ({self.phase}, {waited} s so far). It will answer as soon as it is ready."
+            in_phase = max(0, int(now - self.phase_since)) if self.phase_since else waited
+            started = f" (started {waited} s ago)" if waited - in_phase >= 5 else ""
+            return (f"The model server is starting: {self.phase or 'launching'}, {in_phase} s so far{started}. "
+                    "Questions asked now are answered as soon as it is ready.")
         if self.state == "restarting":
             return f"The model server stopped unexpectedly and is restarting ({self.phase}). Please wait a moment."
         if self.state == "failed":
@@ -54,6 +59,12 @@ def read_status(path: Path) -> BackendStatus | None:
         return BackendStatus(**data)
     except (OSError, ValueError, TypeError):
         return None
+
+
+def holding_back(status: BackendStatus | None) -> bool:
+    """Whether a live launcher says its server is not ready yet, whatever /health answers: it is
+    starting or restarting (the self-test after /health included, which may start it again)."""
+    return bool(status and status.state in ("starting", "restarting") and _alive(status.pid))
 
 
 def key_file(status_path: Path) -> Path:

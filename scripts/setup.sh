@@ -28,10 +28,14 @@ step() {
 uv=$(scripts/uv.sh --path) || { say "step 'uv' failed: python3 -m pip could not install uv (see above)"; exit 1; }
 export UV_CACHE_DIR="${UV_CACHE_DIR:-$HOME/.cache/uv}"
 # uv does not read pip's configuration: pass on where this machine keeps its own wheels and index.
+# Asked only before an install (pip takes a second per question); install.py asks the same for its own.
 pip_conf() { python3 -m pip config get "global.$1" 2>/dev/null || true; }
-export UV_FIND_LINKS="${UV_FIND_LINKS:-${PIP_FIND_LINKS:-$(pip_conf find-links)}}"
-idx="${PIP_INDEX_URL:-$(pip_conf index-url)}"
-[[ -n "$idx" && -z "${UV_DEFAULT_INDEX:-}" ]] && export UV_DEFAULT_INDEX="$idx"
+pip_sources() {
+    export UV_FIND_LINKS="${UV_FIND_LINKS:-${PIP_FIND_LINKS:-$(pip_conf find-links)}}"
+    local idx="${PIP_INDEX_URL:-$(pip_conf index-url)}"
+    [[ -n "$idx" && -z "${UV_DEFAULT_INDEX:-}" ]] && export UV_DEFAULT_INDEX="$idx"
+    return 0
+}
 
 # One stamp per lock. locks/ui-dev.txt is compiled with locks/ui.txt as constraints, so a test
 # environment holds the runtime one exactly: a plain start after ./run_tests.sh keeps the test
@@ -41,6 +45,7 @@ lock=ui
 (( dev )) && lock=ui-dev
 if ! stamp_ok ui || ! stamp_ok "$lock"; then
     say "installing the UI environment .venv from locks/$lock.txt"
+    pip_sources
     [[ -x .venv/bin/python ]] || step ui-venv "$uv" venv --quiet --python python3 .venv
     rm -f .venv/.installed-*
     # --compile-bytecode: otherwise the page's first start compiles sympy & co. on import, which on a

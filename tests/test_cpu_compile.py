@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from backend.server import cpu_compile, vllm_command
+from backend.server import compile_cache, cpu_compile, vllm_command
+from backend.server.processes import free_port
 from backend.server.supervisor import phase_of
 from backend.server.vllm_command import build_launch
 from tests.conftest import make_settings
@@ -73,3 +74,30 @@ def test_the_start_up_shows_the_compile_as_its_own_phase() -> None:
            "[cpu_model_runner.py:87] Warming up model for the compilation...\n")
     assert phase_of(log).startswith("compiling the model")
     assert phase_of(log + "CPU KV cache size: 46,592 tokens\n") == "allocating the KV cache"
+
+
+def test_the_compiled_kernels_are_kept_in_the_users_cache_not_in_tmp(tmp_path: Path, monkeypatch) -> None:
+    """Inductor's default, /tmp/torchinductor_<user>, goes with a reboot; a restart must not compile again."""
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    launch = _launch(tmp_path, monkeypatch, None)
+    assert launch.env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "xdg" / "rchat" / "torchinductor")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))  # the user's own choice wins
+    assert _launch(tmp_path, monkeypatch, None).env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
+    assert "TORCHINDUCTOR_CACHE_DIR" not in _launch(tmp_path, monkeypatch, None, enforce_eager=True).env
+
+
+def test_a_start_says_whether_it_compiles_or_loads_what_an_earlier_start_compiled(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    launch, model = _launch(tmp_path, monkeypatch, None), make_settings(tmp_path).resolved_model
+    folder = Path(launch.env["TORCHINDUCTOR_CACHE_DIR"])
+    key = compile_cache.launch_key(launch.argv, launch.env, model)
+    assert compile_cache.compile_phase(key, folder) == compile_cache.FIRST_COMPILE
+    compile_cache.remember(key, folder, took_s=95.0)
+    assert compile_cache.compile_phase(key, folder) == compile_cache.CACHED
+    float32 = _launch(tmp_path, monkeypatch, None, dtype="float32")  # another graph: compiled anew
+    assert compile_cache.compile_phase(compile_cache.launch_key(float32.argv, float32.env, model), folder) \
+        == compile_cache.FIRST_COMPILE
+    # Ports and the API key do not change the graph: a restart on other ports loads it.
+    other = _launch(tmp_path, monkeypatch, None, vllm_port=free_port())
+    assert compile_cache.launch_key(other.argv, {**other.env, "VLLM_API_KEY": "x"}, model) == key

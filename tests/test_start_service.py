@@ -19,7 +19,8 @@ from backend.bench.chainlit_client import ChainlitSession
 from backend.errors import NOTICE_MARK
 from backend.qa.export import load_records
 from backend.qa.history_db import prepare
-from backend.server import processes
+from backend.server import compile_cache, processes
+from backend.server.cpu_compile import inductor_dir
 from backend.server_status import read_status
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_ports
@@ -87,8 +88,8 @@ def _all_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proces
                          ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
 def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Signals, moment: str) -> None:
     """SIGKILL once the chat is up; SIGTERM and SIGHUP (a closed terminal) while vLLM is still loading,
-    when its engine process exists but the page does not yet. Ctrl-C once the chat is up ends the QA
-    session test below, and Ctrl-C in the middle of a vLLM restart ends the killed-twice test."""
+    when its engine process exists and the page, started at once, too. Ctrl-C once the chat is up ends
+    the QA session test below, and Ctrl-C in the middle of a vLLM restart ends the killed-twice test."""
     with RunningService(tmp_path) as service:
         if moment == "ready":
             service.wait_ready()
@@ -97,7 +98,7 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
             _wait_for_output(service, "vLLM: starting the engine", timeout=SLOW_START)
         spawned = service.descendants()
         names = " ".join(" ".join(p.cmdline()) for p in spawned)
-        assert "vllm" in names and ("backend.page.serve" in names) == (moment == "ready")
+        assert "vllm" in names and "backend.page.serve" in names
         assert "[setup] creating" not in service.output  # a second run installs nothing
         assert "CPU threads: vLLM's own" in service.output  # the start-up says how vLLM computes (default)
         os.kill(service.proc.pid, sig)
@@ -114,12 +115,23 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
 
 
 def _starts_again_on_the_same_ports(tmp_path, service: RunningService) -> None:
-    """A second start right after the first one ended, on its ports: it comes up and answers."""
+    """A second start right after the first one ended, on its ports: it comes up and answers. A restart
+    compiles nothing: vLLM loads the compiled model from the user's cache, and says so."""
+    kernels = compile_cache_files()
     with RunningService(tmp_path / "again", ports=(service.vllm_port, service.ui_port),
                         RCHAT_STARTUP_TIMEOUT=str(SLOW_START)) as again:
         again.wait_ready(SLOW_START)
         said, answers = asyncio.run(_ask(f"http://127.0.0.1:{again.ui_port}", "What is 2 plus 2?"))
         assert len(answers) == 1 and answers[0].strip(), said
+        if "CPU compile: torch.compile" in again.output:  # this machine compiles (g++, Python.h)
+            assert f"vLLM: {compile_cache.CACHED}" in again.output and compile_cache.FIRST_COMPILE not in again.output
+            assert compile_cache_files() == kernels, "the restart compiled kernels again"
+
+
+def compile_cache_files() -> set[str]:
+    """The compiled graphs in the user's compile cache (cpu_compile.inductor_dir), which only a compile adds to."""
+    folder = inductor_dir() / "fxgraph"
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()} if folder.is_dir() else set()
 
 
 class PageWatcher:

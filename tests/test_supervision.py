@@ -254,6 +254,41 @@ def test_a_check_after_start_up_can_ask_for_other_settings_without_it_counting_a
     assert "starting vLLM again: its answers were wrong" in capsys.readouterr().err
 
 
+def test_the_page_starts_at_once_and_a_stop_while_vllm_still_starts_leaves_nothing(tmp_path) -> None:
+    with FakeService(tmp_path, ["hang"]) as service:  # a vLLM that never answers, as one compiling for long
+        service.wait_for(lambda: service.launcher.page.state is State.RUNNING and service.page_answers())
+        status = service.status()
+        assert status.state == "starting" and status.phase == "launching"
+        assert "The model server is starting: launching" in describe_down(service.settings)
+        assert service.stop() == 128 + signal.SIGTERM
+        service.assert_nothing_left()
+
+
+def test_the_self_tests_restart_is_a_phase_of_the_start_not_a_crash(tmp_path) -> None:
+    """What the page reads while a check after start-up starts vLLM again: "starting" all along, the
+    phase saying why, never "restarting" or "failed"."""
+    seen: list[tuple[str, str]] = []
+    checks: list[int] = []
+
+    def after_healthy(server) -> str | None:
+        checks.append(1)
+        time.sleep(0.5)  # long enough for the watcher to read "checking"
+        return None if len(checks) > 1 else "self-test failed in bfloat16 (asked ...); starting it in float32"
+
+    with FakeService(tmp_path, ["serve", "serve"], after_healthy=after_healthy) as service:
+        def watch() -> bool:
+            status = service.status()
+            if not seen or seen[-1] != (status.state, status.phase):
+                seen.append((status.state, status.phase))
+            return service.both_up()
+        service.wait_for(watch)
+    states = {state for state, _ in seen}
+    assert states <= {"starting", "ready"}, seen
+    assert ("starting", "checking its answers (self-test)") in seen
+    again = [phase for _, phase in seen if "started again after its self-test: starting it in float32" in phase]
+    assert again, seen
+
+
 # --- `python -m backend stop` and pid reuse ---
 def test_stop_signals_only_the_process_it_started(tmp_path) -> None:
     settings = make_settings(tmp_path)

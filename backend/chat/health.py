@@ -8,8 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from backend.readiness import Awaited, Outcome, Verdict, await_ready
-from backend.server_status import read_status
+from backend.server_status import holding_back, read_status
 from backend.settings import Settings
 
 _http: httpx.AsyncClient | None = None
@@ -24,7 +23,12 @@ async def is_healthy(settings: Settings, *, fresh_for: float = 0.0) -> bool:
     callers that come while a check is in flight wait for its answer: every message checks the server
     first, and 64 sessions asking at once must not put 64 requests before their first tokens. A server
     that died meanwhile fails the request itself, which says so in words.
+
+    While a live launcher says its server is still starting (or restarting), the answer is no even
+    if /health answers: its self-test may yet start it again (backend/server_status.holding_back).
     """
+    if holding_back(read_status(settings.status_file)):
+        return False
     url = settings.server_url
     if fresh_for:
         if time.monotonic() - _healthy_at.get(url, -1e9) < fresh_for:
@@ -73,17 +77,15 @@ def gave_up(settings: Settings) -> bool:
 
 async def wait_until_healthy(settings: Settings, *, on_wait: Callable[[str], Awaitable[None]],
                              timeout: float, every: float = 2.0) -> bool:
-    """Poll /health; call on_wait(description) while down. False on timeout or if the launcher gave up."""
-    global _http
-    if _http is None:
-        _http = httpx.AsyncClient(timeout=2.0)
-
-    async def show(_outcome: Outcome) -> None:
+    """Poll until ready (is_healthy); call on_wait(description) while not. False if the launcher gave
+    up, or after `timeout` unless a live launcher still says it is starting (its own start-up timeout
+    then ends the wait: a question asked early in a long first start waits for it)."""
+    deadline = time.monotonic() + timeout
+    while not await is_healthy(settings):
+        if gave_up(settings):
+            return False
+        if time.monotonic() > deadline and not holding_back(read_status(settings.status_file)):
+            return False
         await on_wait(describe_down(settings))
-
-    def launcher_gave_up() -> str | None:
-        return describe_down(settings) if gave_up(settings) else None
-
-    awaited = Awaited(f"{settings.server_url}/health", timeout, gone=launcher_gave_up)
-    outcome = await await_ready(awaited, http=_http, on_wait=show, interval=every)
-    return outcome.verdict is Verdict.READY
+        await asyncio.sleep(every)
+    return True

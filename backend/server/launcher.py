@@ -1,8 +1,10 @@
 """The long-lived launcher that `start_service.sh` execs: owns vLLM and the chat page, in that order.
 
-It starts vLLM (or waits on an external server), then the chat page once vLLM first answers, and
-from then on ticks both supervised children in one loop (backend/server/supervision.py), so it
-watches both at every moment, a restart's wait included:
+It starts vLLM (or waits on an external server) and the chat page at once: the page serves within
+seconds, says which phase vLLM's start is in (from the status file this launcher writes) and answers
+the questions asked meanwhile once vLLM is ready and has passed its self-test. From then on it ticks
+every supervised child in one loop (backend/server/supervision.py), so it watches all of them at every
+moment, a restart's wait included:
 - vLLM dies, or a restart of it fails: restart with backoff under its policy while the page says
   "restarting"; over the limit, stop restarting and keep the page up saying why.
 - the chat page dies: restart it under its own policy while vLLM stays up; over its limit, stop all.
@@ -14,16 +16,19 @@ A watchdog process covers our own death: nothing we started outlives us.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 
 import httpx
 
 from backend.errors import ChatAppError
+from backend.model_info import model_files_hash
 from backend.server import self_test
 from backend.qa.setup import preflight
 from backend.server.page_pool import PagePool, plan
@@ -68,6 +73,9 @@ class Launcher:
         self.watchdog = self._start_watchdog()
         self.warning = ""  # from the start-up self-test: shown on the page while the server runs
         self.engine: dict = {}  # what was launched, for the answers' stamps; empty in external mode
+        self.model_hash: concurrent.futures.Future | None = None  # hashed while vLLM starts
+        self.phase_since = time.time()
+        self.announced: set[str] = set()  # the one-time console lines already said ("page", "ready")
         hooks = Hooks(say=say, spawned=lambda pid: self._tell_watchdog(f"+{pid}"),
                       reaped=lambda pid: self._tell_watchdog(f"-{pid}"), changed=self._changed)
         self.server = VLLMServer(settings, launch=launch, on_progress=ProgressPrinter(self._publish_starting))
@@ -85,9 +93,12 @@ class Launcher:
 
     # --- status published for the UI ---
     def _publish(self, state: str, phase: str = "", message: str = "") -> None:
-        since = self.state.since if state == self.state.state else time.time()
+        now = time.time()
+        since = self.state.since if state == self.state.state else now
+        if phase != self.state.phase or state != self.state.state:
+            self.phase_since = now
         self.state = BackendStatus(state=state, phase=phase, message=message, since=since, pid=os.getpid(),
-                                   engine=self.engine, warning=self.warning)
+                                   engine=self.engine, warning=self.warning, phase_since=self.phase_since)
         write_status(self.settings.status_file, self.state)
 
     def _self_test(self, server: VLLMServer) -> str | None:
@@ -96,30 +107,75 @@ class Launcher:
         return reason
 
     def _publish_starting(self, phase: str) -> None:
+        if self.vllm.relaunches:  # the self-test's restart: one more phase of the start, not a crash
+            phase = f"{phase} (started again after its self-test: {self.vllm.relaunch_reason.rsplit('; ', 1)[-1]})"
         self._publish("restarting" if self.vllm.restarting else "starting", phase)
 
     def _changed(self, sup: Supervised) -> None:
         if sup in self.pages.children:
-            if sup is self.pages.front() and sup.state is State.RUNNING and sup.child.starts == 1:
-                shown = "localhost" if self.settings.ui_host in ("127.0.0.1", "0.0.0.0") else self.settings.ui_host
-                say(f"chat ready at http://{shown}:{self.settings.ui_port} after "
-                    f"{time.monotonic() - self.started:.1f} s (Ctrl-C stops everything)")
+            if sup is self.pages.front() and sup.state is State.RUNNING:
+                self._announce()
             return
         if sup.state is State.RUNNING:
+            self._refresh_engine()
             self._publish("external" if self.settings.external else "ready", "ready")
             if sup.relaunches == 0 and self.server.ready_after is None:
                 self.server.ready_after = time.monotonic() - (self.server.started_at or self.started)
                 say(f"vLLM healthy after {self.server.ready_after:.1f} s")
+            self.server.note_ready()
+            self._announce()
         elif sup.state is State.BACKOFF:
             self._publish("restarting", f"restarting in {max(0.0, sup.restart_at - time.monotonic()):.0f} s")
         elif sup.state is State.CHECKING:
-            self._publish_starting("checking it after start-up")
+            self._publish_starting("checking its answers (self-test)")
         elif sup.state is State.STARTING:
             self._publish_starting("launching")
         elif sup.state is State.GAVE_UP:
             self._publish("failed", message=sup.reason)
             if self.with_ui:
                 say("the chat page stays up and tells its users; Ctrl-C stops it")
+
+    def _announce(self) -> None:
+        """Say where the page is once it serves, and once more when the model is ready too."""
+        if not self.with_ui or self.pages.front().state is not State.RUNNING:
+            return
+        shown = "localhost" if self.settings.ui_host in ("127.0.0.1", "0.0.0.0") else self.settings.ui_host
+        url, took = f"http://{shown}:{self.settings.ui_port}", time.monotonic() - self.started
+        if "page" not in self.announced and not self.vllm.ever_ready:
+            say(f"chat page up at {url} after {took:.1f} s: it shows how vLLM's start goes, and questions asked "
+                "there are answered once vLLM is ready (Ctrl-C stops everything)")
+        self.announced.add("page")
+        if "ready" not in self.announced and self.vllm.ever_ready:
+            self.announced.add("ready")
+            say(f"chat ready at {url} after {took:.1f} s (Ctrl-C stops everything)")
+
+    # --- the engine facts for the answers' stamps ---
+    def _refresh_engine(self) -> None:
+        """What runs now (the self-test may have started it again in another dtype), with the model hash
+        once the thread computing it (started with vLLM, which reads the same files) is done."""
+        if self.settings.external:
+            return
+        facts = launch_facts(self.server.launch, model_path=self.settings.resolved_model, with_hash=False)
+        facts["model_hash"] = self.engine.get("model_hash")
+        if self.model_hash is not None and self.model_hash.done():
+            facts["model_hash"], self.model_hash = self.model_hash.result(), None
+        self.engine = facts
+
+    def _start_hashing(self) -> None:
+        """A daemon thread: a Ctrl-C while it hashes a large model must not wait for it."""
+        if self.settings.external:
+            return
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def work() -> None:
+            try:
+                future.set_result(model_files_hash(self.settings.resolved_model))
+            except Exception as err:  # noqa: BLE001 - the stamp says "unknown" rather than stop the start
+                future.set_result(None)
+                say(f"the model files could not be hashed for the answers' stamps: {err!r}")
+
+        self.model_hash = future
+        threading.Thread(target=work, name="model-hash", daemon=True).start()
 
     # --- the watchdog ---
     def _start_watchdog(self) -> subprocess.Popen:
@@ -146,6 +202,9 @@ class Launcher:
             # The key the page gets, for this user's own commands (replay, qa run): mode 0600, never logged.
             write_key(key_file(self.settings.status_file), self.server.api_key, os.getpid())
             self.vllm.begin()
+            self._start_hashing()  # cached on disk: only a new model costs time, now beside vLLM's start
+            if self.with_ui:
+                self.pages.begin()  # at once: the page says how vLLM's start goes meanwhile
             return self._loop()
         except ChatAppError as err:
             self._publish("failed", message=str(err).splitlines()[0])
@@ -173,9 +232,7 @@ class Launcher:
                 say(f"CPU threads: {self.server.launch.threads}")
             if self.server.launch.compile:
                 say(f"CPU compile: {self.server.launch.compile}")
-            # The engine facts for the answers' stamps; the model files hash is cached on disk, so
-            # only a new model costs time here (seconds for the embedded one).
-            self.engine = launch_facts(self.server.launch, model_path=s.resolved_model)
+            self._refresh_engine()  # the model hash follows from a thread (_start_hashing)
         if self.with_ui:
             say(self.pages.describe())
 
@@ -186,8 +243,9 @@ class Launcher:
                 self.vllm.tick(http)
                 if self.vllm.state is State.FAILED:
                     raise self.vllm.error
-                if self.with_ui and not self.pages.started and self.vllm.ever_ready:
-                    self.pages.begin()  # the first start, once vLLM first answered
+                if self.model_hash is not None and self.model_hash.done():
+                    self._refresh_engine()
+                    self._publish(self.state.state, self.state.phase, self.state.message)
                 self.pages.tick(http)
                 if self.pages.error() is not None:
                     raise self.pages.error()

@@ -83,6 +83,7 @@ class Supervised:
         self.reason = ""  # the last crash, or why we gave up, in words
         self.restart_at = 0.0
         self.relaunches = 0
+        self.relaunch_reason = ""  # why after_ready asked for the relaunch going on (relaunches > 0)
         self._awaited: Awaited | None = None
         self._check: concurrent.futures.Future | None = None
         # Its thread exists only once a check has been submitted. Children are spawned from the main
@@ -159,6 +160,7 @@ class Supervised:
             self._ready()
             return
         self.relaunches += 1
+        self.relaunch_reason = relaunch_because
         self.hooks.say(f"starting {self.name} again: {relaunch_because}")
         self._reap(REAP_GRACE)
         try:

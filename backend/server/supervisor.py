@@ -24,7 +24,8 @@ from backend.errors import (
     ServerStartError,
     StartupTimeout,
 )
-from backend.server import processes
+from backend.server import compile_cache, processes
+from backend.server.cpu_compile import INDUCTOR_ENV
 from backend.readiness import (
     Awaited,
     Outcome,
@@ -47,7 +48,7 @@ PHASES = (
     ("Starting to load model", "loading weights"),
     ("Loading weights took", "weights loaded, sizing the KV cache"),
     ("Compiling a graph", "compiling the model (slow the first time)"),
-    ("Warming up model for the compilation", "compiling the model (about a minute the first time, then cached)"),
+    ("Warming up model for the compilation", "compiling the model"),  # on a CPU: see compile_phase below
     ("Directly load the compiled graph", "loading the compiled model from cache"),
     ("KV cache size", "allocating the KV cache"),
     ("Capturing CUDA graph", "capturing CUDA graphs"),
@@ -98,6 +99,7 @@ class VLLMServer:
         self.phase = "not started"
         self.started_at: float | None = None
         self.ready_after: float | None = None
+        self.compile_key = ""  # a compiled CPU start: what shapes its graph (backend/server/compile_cache.py)
 
     # --- context manager ---
     def __enter__(self) -> VLLMServer:
@@ -130,6 +132,9 @@ class VLLMServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.write_text("")  # one log per run: the tail must be this run's
         env = server_environ(os.environ, self.launch.env)
+        self.compile_key = ""
+        if INDUCTOR_ENV in self.launch.env and "--enforce-eager" not in self.launch.argv:
+            self.compile_key = compile_cache.launch_key(self.launch.argv, self.launch.env, self.settings.resolved_model)
         self.proc = processes.spawn_group(self.launch.argv, env=env, log_path=self.log_path)
         self.phase = "launching"
 
@@ -176,8 +181,18 @@ class VLLMServer:
     def _report_progress(self) -> None:
         if self.proc is not None:
             self.phase = phase_of(read_tail(self.log_path, 200), self.phase)
+            if self.phase == "compiling the model" and self.compile_key:
+                self.phase = compile_cache.compile_phase(self.compile_key, self._compile_folder())
         if self.on_progress and self.started_at is not None:
             self.on_progress(Progress(elapsed=time.monotonic() - self.started_at, phase=self.phase))
+
+    def note_ready(self) -> None:
+        """Once healthy: mark a compiled CPU start's graph as compiled on this machine (compile_cache.py)."""
+        if self.compile_key:
+            compile_cache.remember(self.compile_key, self._compile_folder(), took_s=self.ready_after)
+
+    def _compile_folder(self) -> Path:
+        return Path(self.launch.env[INDUCTOR_ENV])
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return read_tail(self.log_path, lines)

@@ -179,7 +179,7 @@ def build_env(settings: Settings, *, api_key: str, host: HostChoice | None = Non
     """Variables added to the server's environment (the host's thread binding and preloads on a CPU)."""
     return {
         **(host.env if host else {}),
-        **(cpu_compile.COMPILE_ENV if cpu_compiled else {}),
+        **(cpu_compile.compile_env() if cpu_compiled else {}),
         "HF_HUB_OFFLINE": "1",  # no model hub is reachable; fail fast instead of retrying downloads
         "TRANSFORMERS_OFFLINE": "1",
         "VLLM_API_KEY": api_key,
