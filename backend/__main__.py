@@ -127,7 +127,7 @@ def cmd_status(settings: Settings) -> int:
 
 
 def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
-    from backend.qa.export import load_records, render
+    from backend.qa.export import history_source, load_records, render
     from backend.qa.history_db import HistoryUnavailable
 
     if args.votes or args.format == "csv":
@@ -135,7 +135,7 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
 
         return votes_command(settings.history_path, args)
     try:
-        records = load_records(settings.history_path, user=args.user, human_only=args.human_verdicts,
+        records = load_records(history_source(settings), user=args.user, human_only=args.human_verdicts,
                                disagreements=args.disagreements)
     except (HistoryUnavailable, sqlite3.Error) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -145,7 +145,7 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
                  else " with a human verdict" if args.human_verdicts else "")
         who = f" of user {args.user}" if args.user else ""
         todo = " (and set your verdict, Right or Wrong, under answers)" if which else ""
-        print(f"error: no stored answers{which}{who} in {settings.history_path}: nothing was written. "
+        print(f"error: no stored answers{which}{who} in {history_source(settings)}: nothing was written. "
               f"Chat first{todo}, then export.", file=sys.stderr)
         return 1
     text = render(records, args.format)

@@ -102,10 +102,11 @@ class Settings(BaseSettings):
     data_dir: Path = Field(PROJECT_ROOT / "data", description="Where the history database, users file and auth secret live.")
     history: bool = Field(True, description="Keep chats, answers, feedback and stamps in the history database.")
     history_db: Path | None = Field(None, description="The history database (SQLite); empty = <data_dir>/history.sqlite3.")
+    database_url: SecretStr = Field(SecretStr(""), description="PostgreSQL holding the history instead, shared by several machines: postgresql://user:password@host:5432/db; empty = the SQLite file.")
     users: dict[str, str] = Field(default_factory=dict, description='Password users as JSON, {"name": "<argon2 hash>"}; empty = the users file.')
     users_file: Path | None = Field(None, description="Users file written by `python -m backend user add`; empty = <data_dir>/users.json.")
     contenders_file: Path | None = Field(PROJECT_ROOT / "contenders.toml", description="Compare mode's contenders (see contenders.example.toml); absent = two samples of the chat's settings.")
-    auth_secret: SecretStr = Field(SecretStr(""), description="Signs login cookies; empty = generated once, kept in <data_dir>/auth-secret.")
+    auth_secret: SecretStr = Field(SecretStr(""), description="Signs login cookies; empty = generated once, kept in <data_dir>/auth-secret (in the database with RCHAT_DATABASE_URL).")
     persist_interval: float = Field(2.0, gt=0, le=60, description="Seconds between saves of an answer while it streams.")
     # --- booth mode (a kiosk screen at a demo booth) ---
     kiosk: bool = Field(False, description="Booth screen: no sidebar, login or settings panel, large text, resets itself when idle.")
@@ -144,6 +145,15 @@ class Settings(BaseSettings):
             return None
         path = Path(str(value))
         return path if path.is_absolute() else PROJECT_ROOT / path
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr) -> SecretStr:
+        url = value.get_secret_value()
+        if url and not url.startswith(("postgresql://", "postgres://", "postgresql+asyncpg://")):
+            raise ValueError("must be a PostgreSQL URL, postgresql://user:password@host:5432/database "
+                             "(or empty for the SQLite file)")
+        return value
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> Settings:
@@ -185,6 +195,13 @@ class Settings(BaseSettings):
         return self.history_db or self.data_dir / "history.sqlite3"
 
     @property
+    def history_url(self) -> str:
+        """The PostgreSQL history as SQLAlchemy's asyncpg URL; '' when the history is the SQLite file."""
+        url = self.database_url.get_secret_value()
+        scheme, _, rest = url.partition("://")
+        return f"postgresql+asyncpg://{rest}" if scheme in ("postgresql", "postgres") else url
+
+    @property
     def users_path(self) -> Path:
         return self.users_file or self.data_dir / "users.json"
 
@@ -220,7 +237,9 @@ def describe_error(exc: ValidationError) -> str:
         key = ".".join(str(part) for part in err["loc"])
         name = f"{ENV_PREFIX}{key.upper()}" if key else "settings"
         value = err.get("input")
-        shown = "" if isinstance(value, dict) else f"={value!r}"
+        field = Settings.model_fields.get(key)
+        secret = field is not None and field.annotation is SecretStr  # a URL's password stays out of sight
+        shown = "" if isinstance(value, dict) or secret else f"={value!r}"
         message = err["msg"].removeprefix("Value error, ")
         lines.append(f"Bad setting {name}{shown}: {message}.")
     return " ".join(lines)

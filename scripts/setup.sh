@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates whatever is missing, and nothing else: the UI environment (.venv, from locks/ui.txt), the
 # server environment (.venv-vllm, CPU or CUDA lock picked by backend/server/install.py), and the
-# embedded model. `scripts/setup.sh --dev` installs locks/ui-dev.txt (tests, benchmark) and Chromium.
+# embedded model. `scripts/setup.sh --dev` installs locks/ui-dev.txt (tests, benchmark), Chromium and
+# PostgreSQL (Debian's packages, for the browser and PostgreSQL history tests).
 # Installs are exact (uv pip sync of a lock); a second run only compares lock hashes.
 # Each step logs to .cache/logs/setup-<step>.log; a failure names the step and its log.
 set -euo pipefail
@@ -89,10 +90,17 @@ if (( workers > 1 )) && ! command -v haproxy >/dev/null && [[ ! -x /usr/sbin/hap
     fi
 fi
 
-if (( dev )) && [[ ! -x /usr/bin/chromium ]]; then
-    say "installing Debian's chromium for the browser tests (about 50 s)"
-    sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo
-    step chromium-apt-update $sudo apt-get update -qq
-    step chromium-install $sudo apt-get install -y -qq chromium
+# The tests' own programs, from Debian: chromium for the browser tests (about 50 s), and postgresql for
+# the history tests on PostgreSQL, which start and stop a throwaway server of their own (initdb, pg_ctl).
+if (( dev )); then
+    apt_missing=()
+    [[ -x /usr/bin/chromium ]] || apt_missing+=(chromium)
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || apt_missing+=(postgresql)
+    if (( ${#apt_missing[@]} )); then
+        say "installing Debian's ${apt_missing[*]} for the tests (about a minute)"
+        sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo
+        step dev-apt-update $sudo apt-get update -qq
+        step dev-apt-install $sudo apt-get install -y -qq "${apt_missing[@]}"
+    fi
 fi
 say "set-up done in $((SECONDS - started)) s"

@@ -10,7 +10,7 @@ import chainlit as cl
 from backend.errors import NOTICE, HistoryUnavailable, as_notice
 from backend.page.notices import notice
 from backend.page.replay_view import replay_action
-from backend.qa.export import load_records, render
+from backend.qa.export import history_source, load_records, render
 from backend.settings import Settings
 
 
@@ -28,7 +28,7 @@ async def send_export(settings: Settings, *, thread_id: str, history_off_reason:
         await notice(f"{history_off_reason} So there is nothing stored to export.")
         return
     try:
-        records = await asyncio.to_thread(load_records, settings.history_path, thread_id=thread_id)
+        records = await asyncio.to_thread(load_records, history_source(settings), thread_id=thread_id)
     except (HistoryUnavailable, sqlite3.Error) as err:
         await notice(f"Could not read the history database to export this chat: {err}")
         return

@@ -15,6 +15,7 @@ import openai
 
 from backend.errors import ChatAppError, as_notice, user_message
 from backend.page.notices import notice
+from backend.qa.export import history_source
 from backend.qa.replay import find_record, replay
 from backend.qa.replay_report import render_markdown
 from backend.records import RECORD_KEY
@@ -37,7 +38,7 @@ async def send_replay(client: openai.AsyncOpenAI, settings: Settings, *, thread_
         await notice(f"{history_off_reason} So there is no stored answer to replay.")
         return
     try:
-        record = await asyncio.to_thread(find_record, settings.history_path, answer_id, thread_id=thread_id)
+        record = await asyncio.to_thread(find_record, history_source(settings), answer_id, thread_id=thread_id)
     except (ChatAppError, sqlite3.Error) as err:
         await notice(f"Could not replay this answer: {err}")
         return

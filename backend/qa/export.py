@@ -1,48 +1,66 @@
 """Export answers from the history database as JSONL (one answer per line) or Markdown.
 
-Reads the database read-only. Each record is one answer (a regenerated answer is its own record, with
-`sample` 2, 3, ...) with its question, reasoning, outcome, the answer key's verdict (`verdict`), the QA
-user's own (`human_verdict`, see backend/qa/verdicts.py), whether the two agree (`agreement`) and the stamp.
+Reads the database read-only: the SQLite file, or PostgreSQL with RCHAT_DATABASE_URL (`history_source`).
+Each record is one answer (a regenerated answer is its own record, with `sample` 2, 3, ...) with its
+question, reasoning, outcome, the answer key's verdict (`verdict`), the QA user's own (`human_verdict`,
+see backend/qa/verdicts.py), whether the two agree (`agreement`) and the stamp.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from backend.qa.history_db import connect_readonly
+from backend.qa.history_pg import PgHistory, fetch
 from backend.qa.verdicts import agreement, describe_human, describe_key, human_verdict
 from backend.records import RECORD_KEY
+from backend.settings import Settings
 
 
-def load_records(path: Path, *, thread_id: str | None = None, user: str | None = None,
-                 human_only: bool = False, disagreements: bool = False) -> list[dict[str, Any]]:
-    """Stored answers; `human_only`: those with a human verdict; `disagreements`: those whose human
-    verdict differs from the answer key's."""
-    db = connect_readonly(path)
+def history_source(settings: Settings) -> Path | PgHistory:
+    """Where the stored answers are: the SQLite file, or PostgreSQL with RCHAT_DATABASE_URL."""
+    return PgHistory(settings.history_url) if settings.history_url else settings.history_path
+
+
+def read_rows(source: Path | PgHistory, query: str, parameters: dict[str, Any]) -> list[dict[str, Any]]:
+    """One read-only query (sqlite3's :named parameters) on either database; rows as dicts."""
+    if isinstance(source, PgHistory):
+        return fetch(source.url, query, parameters)
+    db = connect_readonly(source)
     try:
-        records = _records(db, thread_id=thread_id, user=user)
+        return [dict(row) for row in db.execute(query, parameters)]
     finally:
         db.close()
+
+
+def load_records(source: Path | PgHistory, *, thread_id: str | None = None, user: str | None = None,
+                 human_only: bool = False, disagreements: bool = False) -> list[dict[str, Any]]:
+    """Stored answers; `human_only`: those with a human verdict; `disagreements`: those whose human
+    verdict differs from the answer key's. `source`: history_source(settings)."""
+    records = _records(read_rows(source, RECORDS_QUERY, {"thread": thread_id, "user": user}))
     if disagreements:
         return [r for r in records if r["agreement"] == "disagree"]
     return [r for r in records if r["human_verdict"]] if human_only else records
 
 
-def _records(db: sqlite3.Connection, *, thread_id: str | None, user: str | None) -> list[dict[str, Any]]:
-    query = """
-        SELECT s.id, s.output, s.metadata, s."createdAt", t.id AS thread_id, t.name AS thread_name,
-               t."userIdentifier" AS user, f.value AS feedback_value, f.comment AS feedback_comment
-        FROM steps s JOIN threads t ON t.id = s."threadId" LEFT JOIN feedbacks f ON f."forId" IN (s.id, s."parentId")
-        WHERE s.type = 'assistant_message' AND s.metadata LIKE '%"rchat"%'
-          AND (:thread IS NULL OR t.id = :thread) AND (:user IS NULL OR t."userIdentifier" = :user)
-        ORDER BY t."createdAt", s."createdAt"
-    """
+# CAST: PostgreSQL cannot tell a parameter's type from `IS NULL` alone.
+RECORDS_QUERY = """
+    SELECT s.id, s.output, s.metadata, s."createdAt", t.id AS thread_id, t.name AS thread_name,
+           t."userIdentifier" AS user, f.value AS feedback_value, f.comment AS feedback_comment
+    FROM steps s JOIN threads t ON t.id = s."threadId" LEFT JOIN feedbacks f ON f."forId" IN (s.id, s."parentId")
+    WHERE s.type = 'assistant_message' AND s.metadata LIKE '%"rchat"%'
+      AND (CAST(:thread AS TEXT) IS NULL OR t.id = :thread)
+      AND (CAST(:user AS TEXT) IS NULL OR t."userIdentifier" = :user)
+    ORDER BY t."createdAt", s."createdAt"
+"""
+
+
+def _records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # Chainlit's page attaches feedback (the human verdict) to the run step around the answer (its parent).
     records = []
-    for row in db.execute(query, {"thread": thread_id, "user": user}):
+    for row in rows:
         meta = json.loads(row["metadata"] or "{}").get(RECORD_KEY) or {}
         if meta.get("kind") == "battle":
             records += _battle_rows(row, meta)
@@ -64,7 +82,7 @@ def _records(db: sqlite3.Connection, *, thread_id: str | None, user: str | None)
     return records
 
 
-def _battle_rows(row: sqlite3.Row, battle: dict[str, Any]) -> list[dict[str, Any]]:
+def _battle_rows(row: dict[str, Any], battle: dict[str, Any]) -> list[dict[str, Any]]:
     """A comparison's two answers as rows of their own (answer ids `<message id>:A` and `:B`)."""
     rows = []
     for label, meta in sorted((battle.get("answers") or {}).items()):

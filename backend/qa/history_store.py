@@ -1,6 +1,7 @@
-"""Chainlit's SQLAlchemy data layer on our SQLite file, with what SQLite needs from us.
+"""Chainlit's SQLAlchemy data layer on our SQLite file (or PostgreSQL), with what SQLite needs from us.
 
-1. Lists and dicts (tags, modes) are stored as JSON text: SQLite cannot bind them.
+1. Lists and dicts (tags, modes) are stored as JSON text: SQLite cannot bind them (the columns are TEXT
+   in PostgreSQL too: one schema, backend/qa/history_db.py).
 2. JSON columns come back decoded, as the page and `on_chat_resume` expect dicts and lists.
 3. Text that cannot be UTF-8 (an unpaired surrogate from a paste of binary junk) is stored with
    U+FFFD in its place; SQLite would refuse the whole row otherwise, losing the question.
@@ -17,6 +18,8 @@
    answers streaming each hop waited a turn of the busy event loop: the last write of an answer took
    0.3-0.7 s, and the next question waited for it (docs/benchmark.md). One connection also means the
    page's own writes never wait on SQLite's file lock for each other.
+8. In PostgreSQL (RCHAT_DATABASE_URL, several machines) the same tables take the same statements through
+   the base class's SQLAlchemy engine on asyncpg (`PostgresHistoryStore`); points 1-6 hold there too.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from backend.qa.history_db import BUSY_TIMEOUT_S, use_wal
 
@@ -60,13 +66,13 @@ def _decode(key: str, value: Any) -> Any:
     return value
 
 
-class HistoryStore(SQLAlchemyDataLayer):
-    def __init__(self, path: Path) -> None:
-        # The base class's SQLAlchemy engine is made but never connects: execute_sql below is the only way in.
-        super().__init__(conninfo=f"sqlite+aiosqlite:///{path}", storage_provider=None)
-        self.path = path
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history-db")
-        self._db: sqlite3.Connection | None = None  # opened in that thread, used only there
+class _Store(SQLAlchemyDataLayer):
+    """What both databases need from us (points 1-6 above); `_run` runs one statement."""
+
+    _errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, conninfo: str) -> None:
+        super().__init__(conninfo=conninfo, storage_provider=None)
         self._user_lock = asyncio.Lock()
 
     async def create_user(self, user):
@@ -101,11 +107,31 @@ class HistoryStore(SQLAlchemyDataLayer):
     async def execute_sql(self, query: str, parameters: dict):
         parameters = {k: _encode(v) for k, v in parameters.items()}
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._thread, self._execute, query, parameters)
-        except sqlite3.Error as err:
-            log.warning("history database error: %s", err)
-            await _tell_user_once(str(err).splitlines()[0])
+            return await self._run(query, parameters)
+        except self._errors as err:
+            reason = str(getattr(err, "orig", None) or err).splitlines()[0]  # SQLAlchemy's: the driver's words
+            log.warning("history database error: %s", reason)
+            await _tell_user_once(reason)
             return None
+
+    async def _run(self, query: str, parameters: dict) -> list[dict[str, Any]] | int:
+        raise NotImplementedError
+
+
+class HistoryStore(_Store):
+    """The SQLite file: every statement in one thread of our own, on one connection (point 7)."""
+
+    _errors = (sqlite3.Error,)
+
+    def __init__(self, path: Path) -> None:
+        # The base class's SQLAlchemy engine is made but never connects: _run below is the only way in.
+        super().__init__(f"sqlite+aiosqlite:///{path}")
+        self.path = path
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history-db")
+        self._db: sqlite3.Connection | None = None  # opened in that thread, used only there
+
+    async def _run(self, query: str, parameters: dict) -> list[dict[str, Any]] | int:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._execute, query, parameters)
 
     def _execute(self, query: str, parameters: dict) -> list[dict[str, Any]] | int:
         """One statement in its own transaction, in the store's thread: rows as dicts, else the rowcount."""
@@ -126,6 +152,31 @@ class HistoryStore(SQLAlchemyDataLayer):
         await asyncio.get_running_loop().run_in_executor(self._thread, _close)
         self._thread.shutdown(wait=False)
         await super().close()
+
+
+class PostgresHistoryStore(_Store):
+    """PostgreSQL (RCHAT_DATABASE_URL, backend/qa/history_pg.py) through the base class's SQLAlchemy engine
+    on asyncpg, each statement its own transaction. One connection per page process, its statements in the
+    order they were made, as in SQLite: Chainlit stores a message's updates from background tasks, and
+    through a pool of connections an earlier partial save could land after the answer's last one. The
+    server orders the writes of the other processes and machines."""
+
+    _errors = (SQLAlchemyError, OSError, TimeoutError)  # OSError, TimeoutError: the server is unreachable
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        # pre-ping: after a server restart the next statement reconnects instead of failing
+        self.engine = create_async_engine(url, pool_size=1, max_overflow=0, pool_pre_ping=True,
+                                          connect_args={"timeout": 10, "command_timeout": 30})  # seconds
+        self.async_session = None  # the base class's sessions are never used: _run below is the only way in
+        self._turn = asyncio.Lock()  # first come, first served
+
+    async def _run(self, query: str, parameters: dict) -> list[dict[str, Any]] | int:
+        async with self._turn, self.engine.begin() as db:  # commits, or rolls back on an error
+            result = await db.execute(text(query), parameters)
+            if not result.returns_rows:
+                return result.rowcount
+            return [{k: _decode(k, v) for k, v in row._mapping.items()} for row in result.fetchall()]
 
 
 def _connect(path: Path) -> sqlite3.Connection:

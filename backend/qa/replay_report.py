@@ -17,6 +17,7 @@ from typing import Any
 
 from backend.chat.client import make_client
 from backend.errors import BackendRejected, ChatAppError
+from backend.qa.export import history_source
 from backend.qa.replay import Replay, find_record, replay
 from backend.settings import Settings
 
@@ -115,7 +116,7 @@ async def _replay_closing(record: dict[str, Any], settings: Settings) -> Replay:
 def replay_command(settings: Settings, answer_id: str, *, as_json: bool = False) -> int:
     """`python -m backend replay ANSWER_ID`: 0 identical, 1 different or not comparable, 2 could not replay."""
     try:
-        record = find_record(settings.history_path, answer_id)
+        record = find_record(history_source(settings), answer_id)
         result = asyncio.run(_replay_closing(record, settings))
     except (ChatAppError, sqlite3.Error) as err:
         hint = ""

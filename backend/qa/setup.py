@@ -1,7 +1,8 @@
 """What app.py needs to decide once at start: is there a history database, and who may log in.
 
-`history_store()` prepares the SQLite file (create, or migrate after a backup) and returns the data
-layer, or None with a reason the page shows on every new chat. `login_mode()` says whether the page
+`set_up()` prepares the history database (the SQLite file: create, or migrate after a backup; or
+PostgreSQL with RCHAT_DATABASE_URL: create, or migrate) and returns the data layer, or None with a
+reason the page shows on every new chat. `login_mode()` says whether the page
 asks for a password (users configured) or logs the single local user in by itself.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 
 from backend.qa.accounts import AccountsError, ensure_auth_secret, load_users
 from backend.qa.history_db import HistoryUnavailable, inspect, prepare
@@ -30,11 +32,16 @@ class QaSetup:
 
 def history_problem(settings: Settings, *, change: bool = True) -> str:
     """'' when the history database is usable, else why not. With change, it is created or migrated
-    now if needed; without, only looked at."""
+    now if needed; without, only looked at. The SQLite file, or PostgreSQL with RCHAT_DATABASE_URL."""
     if not settings.history:
         return "History is off (RCHAT_HISTORY=false): answers are not saved."
     try:
-        log.info((prepare if change else inspect)(settings.history_path))
+        if settings.history_url:
+            from backend.qa import history_pg
+
+            log.info((history_pg.prepare if change else history_pg.inspect)(settings.history_url))
+        else:
+            log.info((prepare if change else inspect)(settings.history_path))
     except HistoryUnavailable as err:
         return f"History is off: {err} Answers in this chat are not saved."
     return ""
@@ -43,14 +50,32 @@ def history_problem(settings: Settings, *, change: bool = True) -> str:
 def set_up(settings: Settings) -> QaSetup:
     """Raises AccountsError for an unusable users file (the launcher checks this before starting)."""
     users = load_users(settings)
-    ensure_auth_secret(settings)
     reason = history_problem(settings)
+    _auth_secret(settings, shared=bool(settings.history_url) and not reason)
     store = None
-    if not reason:
+    if not reason and settings.history_url:
+        from backend.qa.history_store import PostgresHistoryStore
+
+        store = PostgresHistoryStore(settings.history_url)
+    elif not reason:
         from backend.qa.history_store import HistoryStore
 
         store = HistoryStore(settings.history_path)
     return QaSetup(store=store, history_off_reason=reason, users=users)
+
+
+def _auth_secret(settings: Settings, *, shared: bool) -> None:
+    """With PostgreSQL, the secret lives in the database: every page on every machine signs login
+    cookies alike. Else (or if the database went away since it was prepared) in this machine's file."""
+    if shared:
+        from backend.qa.history_pg import keep_secret
+
+        try:
+            ensure_auth_secret(settings, keep=partial(keep_secret, settings.history_url))
+            return
+        except HistoryUnavailable as err:
+            log.warning("auth secret kept in %s instead of the database: %s", settings.auth_secret_file, err)
+    ensure_auth_secret(settings)
 
 
 def preflight(settings: Settings) -> list[str]:
