@@ -14,7 +14,8 @@ from backend.chat.sampling import apply_update, default_sampling, max_tokens_lim
 from backend.page.actions import answer_actions, send_export
 from backend.page import live_strip
 from backend.page.answer_flow import answer
-from backend.page.compare_flow import Clients, answer_modes, cast_vote, compare, wants_compare
+from backend.page.compare_flow import Clients, cast_vote, compare
+from backend.page.composer import composer_modes, wants_compare, with_modes
 from backend.page.compare_view import restore as restore_comparisons
 from backend.page.board_view import COMMAND as BOARD, board_command, send_board
 from backend.page.booth import dress_page, shows_settings_panel, uses_password_login
@@ -89,7 +90,7 @@ def init_session(conversation: Conversation | None = None) -> None:
 
 
 async def open_chat() -> None:
-    await cl.context.emitter.set_modes(answer_modes())
+    await cl.context.emitter.set_modes(composer_modes(settings, cl.user_session.get("sampling")))
     if qa.store is not None:
         await cl.context.emitter.set_commands([board_command()])
     if shows_settings_panel(settings):
@@ -161,6 +162,7 @@ async def on_message(message: cl.Message) -> None:
         return
     if removed:
         await notice(f"{removed} control character(s) were removed from your message.")
+    cl.user_session.set("sampling", with_modes(cl.user_session.get("sampling"), message.modes, settings))
     if wants_compare(message):
         await respond_compare(text)
         return

@@ -22,6 +22,18 @@ def generation_config(model_path: str) -> dict[str, Any]:
     return {k: data[k] for k in SAMPLING_KEYS if k in data}
 
 
+def chat_template_takes(model_path: str, variable: str) -> bool:
+    """Whether the model's chat template reads `variable` (e.g. reasoning_effort); False when unknown."""
+    root = Path(model_path)
+    texts = []
+    for name in ("chat_template.jinja", "tokenizer_config.json", "chat_template.json"):
+        try:
+            texts.append((root / name).read_text())
+        except OSError:
+            continue
+    return any(variable in text for text in texts)
+
+
 # Files whose bytes decide the tokens: weights, tokenizer, model config, chat template.
 HASHED_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".model", ".tiktoken", ".jinja")
 HASHED_NAMES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",

@@ -96,6 +96,8 @@ class Settings(BaseSettings):
     default_top_p: float = Field(0.9, gt=0, le=1, description="Nucleus sampling top-p of a new chat.")
     default_max_tokens: int = Field(1024, ge=1, description="Answer token budget of a new chat.")
     default_thinking: bool = Field(True, description="Ask reasoning models to think (chat_template_kwargs.enable_thinking).")
+    default_thinking_budget: int | None = Field(None, ge=1, description="Most thinking tokens (vLLM thinking_token_budget; the server needs a reasoning parser); empty = no cap.")
+    default_reasoning_effort: Literal["", "low", "medium", "high"] = Field("", description="Reasoning effort for chat templates that take it; empty = the model's default.")
     reasoning_starts_inside: bool = Field(False, description="The chat template opens <think> itself (Qwen3-Thinking-2507 style).")
     max_message_chars: int = Field(16000, ge=1, description="Longest user message accepted, in characters.")
     # --- history, login and QA records ---

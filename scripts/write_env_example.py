@@ -19,13 +19,13 @@ def main() -> None:
     for name, field in Settings.model_fields.items():
         if name in SECTIONS:
             out += ["", f"# --- {SECTIONS[name]} ---"]
-        default = field.default
+        default = field.get_default(call_default_factory=True)
         default = default.get_secret_value() if hasattr(default, "get_secret_value") else default
+        if isinstance(default, Path) and default.is_relative_to(PROJECT_ROOT):  # not this checkout's own path
+            default = default.relative_to(PROJECT_ROOT)
         if name == "log_dir":
             default = ".cache/logs"
-        if name == "data_dir":  # the project's own path, not this checkout's absolute one
-            default = "data"
-        text = "" if default is None else str(default).lower() if isinstance(default, bool) else str(default)
+        text = "" if default in (None, {}, []) else str(default).lower() if isinstance(default, bool) else str(default)
         out += [f"# {field.description}", f"RCHAT_{name.upper()}={text}"]
     (PROJECT_ROOT / ".env.example").write_text("\n".join(out) + "\n")
 

@@ -9,6 +9,8 @@ cannot be made to hang mid-stream. This one answers according to a keyword in th
   HANG    sends the first chunk, then nothing (for the idle timeout)
   SILENT  accepts the request and never sends a token (for the first-token timeout)
   DROP    sends part of an answer, then breaks the connection (a server dying mid-answer)
+  LONGTHINK  20 words of reasoning in delta.reasoning, then the answer; with thinking_token_budget N
+          the reasoning stops after N words, as vLLM's cap (with a reasoning parser) ends thinking
 Run: python -m tests.fake_openai_server PORT [REQUEST_LOG]; with REQUEST_LOG, every request body
 (and its X-Session-ID header) is appended there as one JSON line, for tests of what was sent.
 """
@@ -36,7 +38,10 @@ def chunk(*, content: str | None = None, reasoning: str | None = None, finish: s
     return f"data: {json.dumps(body)}\n\n"
 
 
-def script_for(text: str) -> list[dict]:
+def script_for(text: str, budget: int | None = None) -> list[dict]:
+    if "LONGTHINK" in text:
+        words = [{"reasoning": f"step{i} "} for i in range(1, 21)]
+        return words[:budget] + [{"content": "Done thinking: 42."}]
     if "FIELD" in text:
         return [{"reasoning": p} for p in ("Compare ", "tenths: ", "8 > 1.")] + [{"content": "9.8 is bigger."}]
     if "CUTOFF" in text:
@@ -69,8 +74,8 @@ async def completions(request: Request):
             yield chunk(content="Starting to answer")
             await asyncio.sleep(3600)
         finish = "stop"
-        for step in script_for(text):
-            await asyncio.sleep(0.3)
+        for step in script_for(text, body.get("thinking_token_budget")):
+            await asyncio.sleep(0.05 if "LONGTHINK" in text else 0.3)
             if "finish" in step:
                 finish = step["finish"]
                 continue

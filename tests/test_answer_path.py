@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,6 +110,24 @@ async def test_reasoning_tokens_are_the_servers_where_it_counts_them(tmp_path: P
     inline, _ = await ask(tmp_path, recording_server[0], KEYED)  # <think> tags: counted from the stream
     assert inline.stats.reasoning_counted_by == "stream chunks" and inline.stats.reasoning_tokens > 0
     assert inline.thinking_label() == "Thought for less than a second"
+
+
+async def test_a_thinking_budget_is_sent_stamped_and_ends_the_thinking(tmp_path: Path, recording_server) -> None:
+    values = make_settings(tmp_path, vllm_port=recording_server[0])
+    capped = replace(default_sampling(values), thinking=True, thinking_budget=5, reasoning_effort="low")
+    request = new_request(values, capped, [{"role": "user", "content": "LONGTHINK"}], engine={"device": "cuda"})
+    client = make_client(values, api_key="k")
+    try:
+        result = await stream_answer(client, values, request)
+    finally:
+        await client.close()
+    assert result.reasoning.split() == ["step1", "step2", "step3", "step4", "step5"]
+    assert result.answer == "Done thinking: 42." and result.outcome == "complete"
+    assert (result.stamp["thinking_budget"], result.stamp["reasoning_effort"]) == (5, "low")
+    [body] = [json.loads(line) for line in recording_server[1].read_text().splitlines()]
+    assert body["thinking_token_budget"] == 5 and body["reasoning_effort"] == "low"
+    off = new_request(values, replace(capped, thinking=False), [], engine={})  # no thinking: nothing to cap
+    assert "thinking_token_budget" not in off.body["extra_body"] and "reasoning_effort" not in off.body
 
 
 def qa_run(tmp_path: Path, port: int, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -108,6 +108,22 @@ def test_an_overlong_message_gets_a_clear_answer(real_app: str) -> None:
         wait_for(lambda: "Paris" in "".join(answers(page)), timeout=120)
 
 
+def test_a_thinking_budget_the_server_cannot_honour_is_refused_in_words(real_app: str) -> None:
+    """The embedded model's vLLM runs without a reasoning parser, so it refuses thinking_token_budget;
+    the composer's own picker sends it, and the page says why and what to do."""
+    with browser_page(real_app, screenshot=shot("thinking-budget-refused")) as page:
+        page.click("#mode-picker-trigger-budget")
+        page.get_by_role("option", name="Think ≤ 256 tokens").click()
+        send(page, CLEAR_QUESTION)
+        reply = wait_for(lambda: next((a for a in answers(page) if "finish:" in a), ""), timeout=120)
+        assert "cannot cap thinking" in reply and "reasoning parser" in reply and "Traceback" not in reply
+        page.click("#mode-picker-trigger-budget")
+        page.get_by_role("option", name="No cap").click()
+        wait_for(lambda: page.inner_text("#mode-picker-trigger-budget") == "No cap", timeout=10)
+        send(page, CLEAR_QUESTION)
+        wait_for(lambda: "Paris" in "".join(answers(page)), timeout=120)
+
+
 # --- on the fake server: shapes and faults the embedded model can't produce ---
 def test_inline_thinking_shows_in_a_step_that_reads_thought_for(fake_app: str) -> None:
     with browser_page(fake_app, screenshot=shot("thinking")) as page:

@@ -40,7 +40,7 @@ def compare_app(fake_server_url: str, tmp_path_factory):
 
 def pick_compare(page) -> None:
     page.click("#mode-picker-trigger-answer")
-    page.get_by_text("Compare (blind A/B)").first.click()
+    page.get_by_role("option", name="Compare (blind A/B)").click()
     wait_for(lambda: "Compare" in page.inner_text("#mode-picker-trigger-answer"), timeout=10)
 
 

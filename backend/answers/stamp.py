@@ -54,6 +54,8 @@ def make_stamp(*, settings: Settings, request: dict[str, Any], started_at: str, 
         "seed": request.get("seed"),
         "seed_source": seed_source,  # "user" (set in the panel) or "drawn" (by the app, for this answer)
         "thinking": kwargs.get("enable_thinking"),
+        "thinking_budget": (request.get("extra_body") or {}).get("thinking_token_budget"),
+        "reasoning_effort": request.get("reasoning_effort"),
         "system_prompt": system,
         "context_messages": context_messages,
         "request": {"messages": request.get("messages", []), "params": sent,

@@ -32,6 +32,11 @@ class Delta:
     usage: dict[str, int] = field(default_factory=dict)
 
 
+CANNOT_CAP = ("This model server cannot cap thinking: it runs without a reasoning parser (vLLM's "
+              "--reasoning-parser, RCHAT_REASONING_PARSER). Set the thinking budget to “No cap” in the composer, "
+              "or restart the server with a reasoning parser.")
+
+
 def make_client(settings: Settings, *, api_key: str) -> openai.AsyncOpenAI:
     timeout = httpx.Timeout(settings.request_timeout, connect=settings.connect_timeout)
     return openai.AsyncOpenAI(base_url=f"{settings.server_url}/v1", api_key=api_key or "none",
@@ -49,6 +54,8 @@ def translate(exc: BaseException, settings: Settings) -> Exception:
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.NetworkError)):  # mid-stream: httpx's own errors
         return BackendUnavailable("The connection to the model server broke in the middle of the answer (it "
                                   "may have crashed or be restarting). Send your message again in a moment.")
+    if isinstance(exc, openai.APIError) and "thinking_token_budget" in str(exc.message):
+        return BackendRejected(CANNOT_CAP)  # refused up front (HTTP 400) or in the stream's first chunk
     if isinstance(exc, openai.APIStatusError):
         text = _error_text(exc)
         if exc.status_code == 400 and ("context length" in text or "maximum" in text and "token" in text):

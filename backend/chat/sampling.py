@@ -21,6 +21,8 @@ class Sampling:
     max_tokens: int
     thinking: bool
     seed: int | None
+    thinking_budget: int | None = None  # vLLM's thinking_token_budget: a hard cap on thinking tokens
+    reasoning_effort: str | None = None  # low / medium / high, for chat templates that take it
 
 
 def model_generation_defaults(model_path: str) -> dict[str, Any]:
@@ -34,7 +36,9 @@ def default_sampling(settings: Settings) -> Sampling:
     return Sampling(system_prompt=settings.default_system_prompt,
                     temperature=float(model.get("temperature", settings.default_temperature)),
                     top_p=float(model.get("top_p", settings.default_top_p)),
-                    max_tokens=settings.default_max_tokens, thinking=settings.default_thinking, seed=None)
+                    max_tokens=settings.default_max_tokens, thinking=settings.default_thinking, seed=None,
+                    thinking_budget=settings.default_thinking_budget,
+                    reasoning_effort=settings.default_reasoning_effort or None)
 
 
 def max_tokens_limit(settings: Settings) -> int:
@@ -87,8 +91,14 @@ def request_params(sampling: Sampling, *, draw_seed: bool = True) -> dict[str, A
     The seed too: with the panel's seed empty, one is drawn for this request, so that every stored
     answer can be sampled again exactly (see seed_source for what the stamp records)."""
     seed = sampling.seed if sampling.seed is not None or not draw_seed else secrets.randbelow(SEED_LIMIT)
-    return {"temperature": sampling.temperature, "top_p": sampling.top_p, "max_tokens": sampling.max_tokens,
-            "seed": seed, "extra_body": {"chat_template_kwargs": {"enable_thinking": sampling.thinking}}}
+    extra_body: dict[str, Any] = {"chat_template_kwargs": {"enable_thinking": sampling.thinking}}
+    params: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p,
+                              "max_tokens": sampling.max_tokens, "seed": seed, "extra_body": extra_body}
+    if sampling.thinking and sampling.thinking_budget is not None:
+        extra_body["thinking_token_budget"] = sampling.thinking_budget
+    if sampling.thinking and sampling.reasoning_effort:
+        params["reasoning_effort"] = sampling.reasoning_effort
+    return params
 
 
 def seed_source(sampling: Sampling, *, draw_seed: bool = True) -> str:

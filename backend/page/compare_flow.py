@@ -1,7 +1,7 @@
-"""Compare mode's flow on the page: the composer's mode picker, a comparison asked, a vote cast.
+"""Compare mode's flow on the page: a comparison asked, a vote cast.
 
-The mode picker ("Answer: One answer | Compare") sits in the composer; each message says which
-option it was sent with. A comparison asks each contender the question on its own (no earlier turns).
+The composer's Answer picker (backend/page/composer.py) says which messages are compared. A
+comparison asks each contender the question on its own (no earlier turns).
 """
 
 from __future__ import annotations
@@ -21,21 +21,6 @@ from backend.page.token_batcher import streaming
 from backend.qa.compare.comparison import Comparison, cast, run, shuffled
 from backend.qa.compare.contenders import load_pair
 from backend.settings import Settings
-
-MODE_ID, ONE, COMPARE = "answer", "one", "compare"
-
-
-def answer_modes() -> list[cl.Mode]:
-    return [cl.Mode(id=MODE_ID, name="Answer", options=[
-        cl.ModeOption(id=ONE, name="One answer", description="The model answers, as usual", icon="message-square",
-                      default=True),
-        cl.ModeOption(id=COMPARE, name="Compare (blind A/B)", icon="columns-2",
-                      description="Two answers side by side, names hidden until you vote")])]
-
-
-def wants_compare(message: cl.Message) -> bool:
-    return (message.modes or {}).get(MODE_ID) == COMPARE
-
 
 class Clients:
     """The app's client for its own server, and one per other server a contender names."""
