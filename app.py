@@ -16,6 +16,8 @@ from backend.page import live_strip
 from backend.page.answer_flow import answer
 from backend.page.compare_flow import Clients, cast_vote, compare
 from backend.page.composer import composer_modes, wants_compare, with_modes
+from backend.page.follow import follow
+from backend.page.live_answers import LiveAnswers
 from backend.page.compare_view import restore as restore_comparisons
 from backend.page.board_view import COMMAND as BOARD, board_command, send_board
 from backend.page.booth import dress_page, shows_settings_panel, uses_password_login
@@ -31,6 +33,7 @@ settings = load_settings()
 qa = set_up(settings)
 client = make_client(settings, api_key=settings.api_key.get_secret_value())
 clients = Clients(settings, client)  # contenders on other servers get their own
+live_answers = LiveAnswers()  # answers streaming in this process, which a reloaded tab can follow
 _ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
 config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
 dress_page(config.ui, settings)  # the live strip on every page; booth mode (RCHAT_KIOSK)
@@ -116,6 +119,7 @@ async def resume(thread: dict) -> None:
     """An earlier chat from the sidebar: the model sees its questions and answers again."""
     init_session(Conversation.from_steps(thread.get("steps") or []))
     await restore_comparisons(thread, cl.user_session.get("comparisons"))
+    await follow(thread, answers=live_answers, settings=settings)
     stored = cl.user_session.get("chat_settings") or {}
     sampling, _ = apply_update(cl.user_session.get("sampling"), stored, settings)
     cl.user_session.set("sampling", sampling)
@@ -223,10 +227,13 @@ async def respond(*, sample: int) -> None:
         if isinstance(old, cl.Action) and old.name != "replay":  # every stored answer can be replayed
             await old.remove()
     conversation = cl.user_session.get("conversation")
-    result = await answer(client=client, settings=settings, conversation=conversation,
-                          sampling=cl.user_session.get("sampling"), sample=sample,
-                          stop_requested=stop.is_set,
-                          actions=lambda: answer_actions(sample), session_id=cl.context.session.thread_id)
+    thread_id = cl.context.session.thread_id
+    with live_answers.streaming(thread_id, stop) as shown:
+        result = await answer(client=client, settings=settings, conversation=conversation,
+                              sampling=cl.user_session.get("sampling"), sample=sample,
+                              stop_requested=stop.is_set, actions=lambda: answer_actions(sample),
+                              session_id=thread_id, shown=shown)
+        await shown.ended()
     cl.user_session.set("actions", result.message.actions if result.message is not None else [])
     if result.text:
         conversation.add_assistant(result.text)

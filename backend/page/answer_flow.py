@@ -18,6 +18,7 @@ from backend.chat.conversation import Conversation
 from backend.chat.sampling import Sampling
 from backend.engine.facts import engine_facts
 from backend.page.answer_view import AnswerView
+from backend.page.live_answers import LiveAnswer
 from backend.page.notices import notice, wait_for_backend
 from backend.page.token_batcher import streaming
 from backend.settings import Settings
@@ -33,7 +34,8 @@ class PageAnswer:
 
 async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation: Conversation,
                  sampling: Sampling, stop_requested: Callable[[], bool] = lambda: False, sample: int = 1,
-                 actions: Callable[[], list] = list, session_id: str | None = None) -> PageAnswer:
+                 actions: Callable[[], list] = list, session_id: str | None = None,
+                 shown: LiveAnswer | None = None) -> PageAnswer:
     """Stream one answer to the last question; store it with its stamp; return what happened."""
     if not await wait_for_backend(settings):
         return PageAnswer()
@@ -48,7 +50,7 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
                           question=question.content if question else "",
                           question_id=question.message_id if question else "", sample=sample,
                           session_id=session_id)
-    view = AnswerView(settings)
+    view = AnswerView(settings, shown=shown)
     with streaming():
         result = await stream_answer(client, settings, request, observer=view, stop=stop_requested)
     await view.finish(result, actions=actions())

@@ -19,6 +19,7 @@ from chainlit.utils import utc_now
 
 from backend.answers.outcome import AnswerOutcome, thought_for
 from backend.answers.stream import LiveAnswer
+from backend.page import live_answers
 from backend.page.token_batcher import TokenBatcher
 from backend.records import answer_record
 from backend.settings import Settings
@@ -32,6 +33,7 @@ class AnswerView:
 
     settings: Settings
     live: LiveAnswer | None = None
+    shown: live_answers.LiveAnswer | None = None  # other tabs following this answer (reloaded, second)
     step: cl.Step | None = None
     thinking_step_id: str = ""
     reply: cl.Message | None = None
@@ -60,6 +62,8 @@ class AnswerView:
             self.thinking = TokenBatcher(self.step, self.settings.ui_flush_interval)
         await self.thinking.add(text)
         await self._save_partial()
+        if self.shown is not None and self.step is not None:
+            await self.shown.show(self.step)
 
     async def on_answer(self, text: str, live: LiveAnswer) -> None:
         self.live = live
@@ -69,6 +73,8 @@ class AnswerView:
             self.answer = TokenBatcher(self._ensure_reply(), self.settings.ui_flush_interval)
         await self.answer.add(text)
         await self._save_partial()
+        if self.shown is not None and self.reply is not None:
+            await self.shown.show(self.reply)
 
     async def _save_partial(self) -> None:
         """Every few seconds, store what has streamed so far: a crash of the app loses at most that.
@@ -111,6 +117,8 @@ class AnswerView:
         self.step.name = label
         self.step.output = self.thinking.text
         await self.step.update()
+        if self.shown is not None:
+            await self.shown.show(self.step, now=True)
         self.step = None  # closed: later calls are no-ops
 
     async def finish(self, result: AnswerOutcome, *, actions: list | None = None) -> None:
@@ -128,6 +136,8 @@ class AnswerView:
         reply.metadata = result.record(thinking_step_id=self.thinking_step_id)
         reply.actions = actions or []
         await reply.send()  # after streaming, send() is what finalizes the message on the page
+        if self.shown is not None:
+            await self.shown.show(reply, now=True)
         if (store := get_data_layer()) is not None:
             # send() stores in a background task; store here too, so an export right after has it.
             await store.update_step(reply.to_dict())

@@ -38,12 +38,20 @@ def load_interval(base: float, streams: int | None = None) -> float:
     return min(max(base, MAX_INTERVAL), base * max(1.0, streams / STREAMS_AT_BASE))
 
 
+def _socket_id() -> str | None:
+    try:
+        return cl.context.session.socket_id  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - no websocket session (a test's fake, a command line)
+        return None
+
+
 class TokenBatcher:
     """Collects tokens and streams them to a message or step at most every `interval` seconds."""
 
     def __init__(self, target: cl.Message | cl.Step, interval: float) -> None:
         self.target, self.interval = target, interval
         self.buffer, self.last_flush, self.text = "", 0.0, ""
+        self.socket: str | None = None  # the tab's socket when tokens last went out
 
     async def add(self, token: str) -> None:
         self.buffer += token
@@ -53,6 +61,19 @@ class TokenBatcher:
 
     async def flush(self) -> None:
         if self.buffer:
-            await self.target.stream_token(self.buffer)
-            self.buffer = ""
+            socket = _socket_id()
+            if self.socket is not None and socket != self.socket:
+                # The tab reconnected (a network drop): tokens sent meanwhile were lost on the way,
+                # so it gets the whole text so far once, then the stream goes on.
+                await self._resend()
+            else:
+                await self.target.stream_token(self.buffer)
+            self.socket, self.buffer = socket, ""
         self.last_flush = time.monotonic()
+
+    async def _resend(self) -> None:
+        if isinstance(self.target, cl.Message):
+            self.target.content = self.text
+        else:
+            self.target.output = self.text
+        await self.target.update()
