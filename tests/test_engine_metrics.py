@@ -8,7 +8,8 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from backend.chat.engine_metrics import NO_METRICS_RETRY, MetricsPoller, TokenRate, parse_metrics
+from backend.chat.engine_metrics import NO_METRICS_RETRY, MetricsPoller, TokenRate
+from backend.engine.metrics import parse_metrics
 from backend.page.booth import dress_page, script_attributes, shows_settings_panel, uses_password_login
 from backend.server.supervisor import VLLMServer
 from tests.conftest import make_settings

@@ -1,4 +1,4 @@
-"""What the engine is doing right now, read from vLLM's Prometheus `/metrics`.
+"""What the engine is doing right now, for the live strip, from vLLM's `/metrics` (backend/engine/metrics.py).
 
 One `MetricsPoller` per page process reads the server every ~2 s for all sessions (not once per
 browser) and hands each snapshot, or None when the server has no usable `/metrics`, to a publish
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -17,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import httpx
 
+from backend.engine.metrics import parse_metrics
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -29,13 +29,8 @@ class _WithoutMetricsPolls(logging.Filter):
         return "/metrics" not in record.getMessage()
 
 
-logging.getLogger("httpx").addFilter(_WithoutMetricsPolls())
+QUIET = _WithoutMetricsPolls()
 
-RUNNING = "vllm:num_requests_running"
-WAITING = "vllm:num_requests_waiting"
-GENERATED = "vllm:generation_tokens_total"
-KV_CACHE = "vllm:kv_cache_usage_perc"  # a fraction 0-1, despite its name
-WANTED = (RUNNING, WAITING, GENERATED, KV_CACHE)
 NO_METRICS_RETRY = 30.0  # a server without /metrics (some external ones): ask again now and then, not every 2 s
 
 
@@ -51,44 +46,6 @@ class EngineSnapshot:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class EngineCounts:
-    """One reading of /metrics, summed over engines (data parallel servers report one series each)."""
-
-    model: str | None
-    running: float
-    waiting: float
-    generated: float
-    kv_cache: float | None
-
-
-# One sample line of the Prometheus text format: `name{label="value",...} value [timestamp]`. Only
-# four plain series are read, so a regex does it (prometheus_client would be a package for 15 lines).
-SAMPLE_LINE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)")
-MODEL_LABEL = re.compile(r'model_name="((?:[^"\\]|\\.)*)"')
-
-
-def parse_metrics(text: str) -> EngineCounts | None:
-    """The four series we show, from Prometheus text; None when none of them is there."""
-    values: dict[str, list[float]] = {name: [] for name in WANTED}
-    model = None
-    for line in text.splitlines():
-        match = SAMPLE_LINE.match(line)
-        if not match or match["name"] not in values:
-            continue
-        try:
-            values[match["name"]].append(float(match["value"]))
-        except ValueError:
-            continue
-        label = MODEL_LABEL.search(match["labels"] or "")
-        model = model or (label[1] if label else None)
-    if not any(values.values()):
-        return None
-    kv = values[KV_CACHE]
-    return EngineCounts(model=model, running=sum(values[RUNNING]), waiting=sum(values[WAITING]),
-                        generated=sum(values[GENERATED]), kv_cache=sum(kv) / len(kv) if kv else None)
 
 
 class TokenRate:
@@ -116,6 +73,7 @@ class MetricsPoller:
                  every: float = 2.0, window: float = 6.0) -> None:
         self.settings = settings
         self.publish = publish
+        logging.getLogger("httpx").addFilter(QUIET)  # once per logger: a filter added twice is kept once
         self.every = every
         self.rate = TokenRate(window)
         self.last: EngineSnapshot | None = None

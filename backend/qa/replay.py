@@ -14,13 +14,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 
 from backend.answers.request import AnswerRequest
 from backend.answers.stream import stream_answer
-from backend.errors import ChatAppError
 from backend.engine.facts import engine_facts
+from backend.engine.metrics import read_metrics
+from backend.errors import ChatAppError
 from backend.qa.export import load_records
 from backend.settings import Settings
 
@@ -145,14 +145,8 @@ def answer_differences(record: dict[str, Any], request: dict[str, Any]) -> list[
 
 async def requests_running(settings: Settings) -> int | None:
     """How many requests the server is decoding now (vLLM's /metrics), None if it does not say."""
-    try:
-        async with httpx.AsyncClient(timeout=3) as http:
-            text = (await http.get(f"{settings.server_url}/metrics")).text
-    except httpx.HTTPError:
-        return None
-    values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-              if line.startswith("vllm:num_requests_running")]
-    return int(sum(values)) if values else None
+    counts = await read_metrics(settings)
+    return None if counts is None else int(counts.running)
 
 
 async def replay(record: dict[str, Any], *, settings: Settings, client: openai.AsyncOpenAI) -> Replay:
