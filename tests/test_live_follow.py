@@ -91,3 +91,59 @@ def _page_pid(port: int) -> int:
         if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
             return conn.pid
     raise AssertionError(f"no process listens on {port}")
+
+
+def test_a_dropped_connection_gets_back_every_word_in_order(app) -> None:
+    url, _ = app
+    with browser_page(url) as page:
+        send(page, "SLOW: count through a network drop")
+        wait_for(lambda: words(page) >= 4, timeout=30)
+        page.context.set_offline(True)  # the socket drops; tokens streamed meanwhile never arrive
+        page.wait_for_timeout(2500)
+        page.context.set_offline(False)
+        wait_for(lambda: "finish: stop" in last_answer(page), timeout=60)
+        said = [w for w in last_answer(page).split() if w.startswith("word")]
+        assert said == [f"word{i}" for i in range(1, 41)]
+
+
+def test_through_the_balancer_a_tab_on_the_other_page_process_follows_the_saves(tmp_path, fake_server_url) -> None:
+    """Two page processes behind HAProxy: a reload stays on its process and joins the answer there; a
+    second browser lands on the other process, which follows the answer through its saves."""
+    from tests.test_page_pool import COOKIE, BalancedService
+
+    with BalancedService(tmp_path, fake_server_url) as service:
+        service.wait_for("chat ready at")
+        with browser_page(service.url, screenshot=shot("follow-balanced")) as page:
+            send(page, "SLOW: count on two processes")
+            wait_for(lambda: words(page) >= 4 and "/thread/" in page.url, timeout=30)
+            page.reload()
+            wait_for(lambda: words(page) >= 8, timeout=30)
+            other = page.context.browser.new_page()
+            other.goto(service.url)
+            other.locator("#thread-history").get_by_text("SLOW: count on two processes").first.click(timeout=30_000)
+            mine = {c["name"]: c["value"] for c in page.context.cookies()}[COOKIE]
+            theirs = {c["name"]: c["value"] for c in other.context.cookies()}[COOKIE]
+            wait_for(lambda: "finish: stop" in last_answer(page), timeout=60)
+            wait_for(lambda: words(other) == 40 and "finish: stop" in last_answer(other), timeout=60)
+            assert mine != theirs  # the second browser really was on the other process
+
+
+@pytest.mark.server
+def test_on_the_real_server_a_reloaded_tab_follows_the_answer_to_its_end(vllm_server, tmp_path: Path) -> None:
+    env = {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
+           "RCHAT_PERSIST_INTERVAL": "1", "RCHAT_DEFAULT_MAX_TOKENS": "400", "RCHAT_DEFAULT_TEMPERATURE": "0"}
+    with chainlit_app(ui_port=free_port(), log_dir=tmp_path, env=env) as url:
+        with browser_page(url, screenshot=shot("follow-real")) as page:
+            send(page, "Write a long story about a lighthouse keeper and her cat.")
+            wait_for(lambda: len(last_answer(page)) > 40 and "/thread/" in page.url, timeout=120)
+            page.reload()
+            wait_for(lambda: len(last_answer(page)) > 40, timeout=60)
+            before = len(last_answer(page))
+            wait_for(lambda: "finish:" in last_answer(page), timeout=300)
+            assert len(last_answer(page)) > before
+    [record] = load_records(tmp_path / "data" / "history.sqlite3")
+    assert record["outcome"] == "complete" and record["answer"].strip() in last_answer_text(record)
+
+
+def last_answer_text(record: dict) -> str:
+    return record["shown"]
