@@ -15,7 +15,7 @@ from backend.page.actions import answer_actions, send_export
 from backend.page import live_strip
 from backend.page.answer_flow import answer
 from backend.page.compare_flow import Clients, cast_vote, compare
-from backend.page.composer import composer_modes, wants_compare, with_modes
+from backend.page.composer import compared_pair, composer_modes, with_modes
 from backend.page.follow import follow
 from backend.page.live_answers import LiveAnswers
 from backend.page.compare_view import restore as restore_comparisons
@@ -167,8 +167,8 @@ async def on_message(message: cl.Message) -> None:
     if removed:
         await notice(f"{removed} control character(s) were removed from your message.")
     cl.user_session.set("sampling", with_modes(cl.user_session.get("sampling"), message.modes, settings))
-    if wants_compare(message):
-        await respond_compare(text)
+    if (pair := compared_pair(message)) is not None:
+        await respond_compare(text, pair)
         return
     cl.user_session.get("conversation").add_user(text, message.id)
     await respond(sample=1)
@@ -239,11 +239,11 @@ async def respond(*, sample: int) -> None:
         conversation.add_assistant(result.text)
 
 
-async def respond_compare(question: str) -> None:
+async def respond_compare(question: str, pair: str) -> None:
     """Compare mode: the question to both contenders, side by side, blind until the vote."""
     cl.user_session.set("busy", asyncio.current_task())
     stop = asyncio.Event()
     cl.user_session.set("stop", stop)
-    await compare(question, settings=settings, sampling=cl.user_session.get("sampling"), clients=clients,
+    await compare(question, pair, settings=settings, sampling=cl.user_session.get("sampling"), clients=clients,
                   views=cl.user_session.get("comparisons"), stop_requested=stop.is_set,
                   session_id=cl.context.session.thread_id)

@@ -38,10 +38,10 @@ def compare_app(fake_server_url: str, tmp_path_factory):
         yield url, folder / "data" / "history.sqlite3"
 
 
-def pick_compare(page) -> None:
+def pick_compare(page, option: str = "Compare: your contenders") -> None:
     page.click("#mode-picker-trigger-answer")
-    page.get_by_role("option", name="Compare (blind A/B)").click()
-    wait_for(lambda: "Compare" in page.inner_text("#mode-picker-trigger-answer"), timeout=10)
+    page.get_by_role("option", name=option).click()
+    wait_for(lambda: page.inner_text("#mode-picker-trigger-answer") == option, timeout=10)
 
 
 def battle_text(page) -> str:
@@ -105,6 +105,24 @@ def test_the_leaderboard_command_rates_the_votes_given(compare_app) -> None:
         board = page.inner_text("body")
         assert "2 voted comparison(s)" in board and "cool" in board and "warm" in board
         assert "95 % interval" in board and "win rate" in board
+
+
+def test_a_booth_runs_a_public_which_answer_is_better_vote(fake_server_url: str, tmp_path: Path) -> None:
+    """Booth mode (no sidebar, no settings): the built-in greedy-against-sampled pair, voted with a key."""
+    env = {"RCHAT_BASE_URL": fake_server_url, "RCHAT_KIOSK": "true", "RCHAT_CONTENDERS_FILE": ""}
+    with chainlit_app(ui_port=free_port(), log_dir=tmp_path, env=env) as url:
+        with browser_page(url, screenshot=shot("compare-booth")) as page:
+            assert page.locator("#mode-picker-trigger-thinking").count() == 0  # thinking: the operator's .env
+            pick_compare(page, "Compare: greedy vs sampled")
+            send(page, "FIELD: which is bigger, 9.11 or 9.8?")
+            wait_for(lambda: page.locator(".battle[data-phase=vote]").count() == 1, timeout=40)
+            assert "greedy" not in battle_text(page)
+            page.locator("body").click(position={"x": 5, "y": 5})
+            page.keyboard.press("2")
+            wait_for(lambda: "greedy (temperature 0)" in battle_text(page), timeout=20)
+    [record] = load_battle_records(tmp_path / "data" / "history.sqlite3")
+    assert record["vote"] == "b" and set(record["contenders"].values()) == \
+        {"greedy (temperature 0)", "sampled (temperature 0.9)"}
 
 
 @pytest.mark.server

@@ -19,7 +19,7 @@ from backend.page.compare_view import INTRO, CompareView
 from backend.page.notices import notice, wait_for_backend
 from backend.page.token_batcher import streaming
 from backend.qa.compare.comparison import Comparison, cast, run, shuffled
-from backend.qa.compare.contenders import load_pair
+from backend.qa.compare.contenders import built_in_pair, load_pair
 from backend.settings import Settings
 
 class Clients:
@@ -39,11 +39,11 @@ class Clients:
                 await client.close()
 
 
-async def compare(question: str, *, settings: Settings, sampling: Sampling, clients: Clients,
+async def compare(question: str, pair_name: str, *, settings: Settings, sampling: Sampling, clients: Clients,
                   views: dict[str, CompareView], stop_requested: Callable[[], bool], session_id: str) -> None:
     """Ask both contenders, stream them side by side, then open the vote."""
     try:
-        pair = load_pair(settings.contenders_file)
+        pair = load_pair(settings.contenders_file) if pair_name == "compare" else built_in_pair(pair_name)
     except SettingsError as err:
         await notice(f"Compare cannot start: {err}. Fix the file, then ask again.")
         return

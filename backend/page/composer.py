@@ -13,6 +13,7 @@ from dataclasses import replace
 import chainlit as cl
 
 from backend.chat.sampling import Sampling
+from backend.qa.compare.contenders import BUILT_IN
 from backend.model_info import chat_template_takes
 from backend.settings import Settings
 
@@ -23,12 +24,19 @@ EFFORTS = ("low", "medium", "high")
 NO_CAP, MODEL_DEFAULT = "none", "default"
 
 
-def answer_mode() -> cl.Mode:
-    return cl.Mode(id=ANSWER, name="Answer", options=[
-        cl.ModeOption(id=ONE, name="One answer", description="The model answers, as usual", icon="message-square",
-                      default=True),
-        cl.ModeOption(id=COMPARE, name="Compare (blind A/B)", icon="columns-2",
-                      description="Two answers side by side, names hidden until you vote")])
+def answer_mode(settings: Settings) -> cl.Mode:
+    """One answer, or a blind comparison of a pair: the contenders file's, or a built-in one."""
+    options = [cl.ModeOption(id=ONE, name="One answer", description="The model answers, as usual",
+                             icon="message-square", default=True)]
+    if settings.contenders_file is not None and settings.contenders_file.exists():
+        options.append(cl.ModeOption(id=COMPARE, name="Compare: your contenders", icon="columns-2",
+                                     description=f"The pair in {settings.contenders_file.name}, blind until you vote"))
+    options += [
+        cl.ModeOption(id="samples", name="Compare: two samples", icon="columns-2",
+                      description="Two samples of this chat's settings, blind until you vote"),
+        cl.ModeOption(id="greedy", name="Compare: greedy vs sampled", icon="columns-2",
+                      description="Temperature 0 against 0.9, blind until you vote")]
+    return cl.Mode(id=ANSWER, name="Answer", options=options)
 
 
 def thinking_modes(settings: Settings, sampling: Sampling) -> list[cl.Mode]:
@@ -52,7 +60,7 @@ def thinking_modes(settings: Settings, sampling: Sampling) -> list[cl.Mode]:
 
 
 def composer_modes(settings: Settings, sampling: Sampling) -> list[cl.Mode]:
-    return [answer_mode()] + ([] if settings.kiosk else thinking_modes(settings, sampling))
+    return [answer_mode(settings)] + ([] if settings.kiosk else thinking_modes(settings, sampling))
 
 
 def with_modes(sampling: Sampling, modes: dict[str, str] | None, settings: Settings) -> Sampling:
@@ -70,5 +78,8 @@ def with_modes(sampling: Sampling, modes: dict[str, str] | None, settings: Setti
     return replace(sampling, **updates)
 
 
-def wants_compare(message: cl.Message) -> bool:
-    return (message.modes or {}).get(ANSWER) == COMPARE
+def compared_pair(message: cl.Message) -> str | None:
+    """Which pair a message is to be compared by ("compare": the file's; "samples", "greedy": built in),
+    None for one answer."""
+    chosen = (message.modes or {}).get(ANSWER)
+    return chosen if chosen in (COMPARE, *BUILT_IN) else None

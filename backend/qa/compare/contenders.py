@@ -52,12 +52,21 @@ class Contender(BaseModel):
         return app.model_copy(update=update) if update else app
 
 
-def built_in_pair() -> tuple[Contender, Contender]:
-    return Contender(name="current settings · sample 1"), Contender(name="current settings · sample 2")
+# The built-in pairs, by the composer option that picks them. A second real model was tried and does
+# not chat (docs/second-model.md), so the second pair is two setups of the served model.
+BUILT_IN = {
+    "samples": (Contender(name="current settings · sample 1"), Contender(name="current settings · sample 2")),
+    "greedy": (Contender(name="greedy (temperature 0)", temperature=0.0),
+               Contender(name="sampled (temperature 0.9)", temperature=0.9)),
+}
+
+
+def built_in_pair(which: str = "samples") -> tuple[Contender, Contender]:
+    return BUILT_IN[which]
 
 
 def load_pair(path: Path | None) -> tuple[Contender, Contender]:
-    """The pair a comparison uses; raises SettingsError with one line that says what to fix."""
+    """The file's pair (two samples without a file); raises SettingsError with one line that says what to fix."""
     if path is None or not path.exists():
         return built_in_pair()
     try:
