@@ -20,6 +20,7 @@ from backend.page.follow import follow
 from backend.page.live_answers import LiveAnswers
 from backend.page.compare_view import restore as restore_comparisons
 from backend.page.board_view import COMMAND as BOARD, board_command, send_board
+from backend.page.runs_view import COMMAND as RUNS, runs_command, send_runs
 from backend.page.booth import dress_page, shows_settings_panel, uses_password_login
 from backend.page.notices import guarded, notice, watch_backend
 from backend.page.replay_view import send_replay
@@ -95,7 +96,7 @@ def init_session(conversation: Conversation | None = None) -> None:
 async def open_chat() -> None:
     await cl.context.emitter.set_modes(composer_modes(settings, cl.user_session.get("sampling")))
     if qa.store is not None:
-        await cl.context.emitter.set_commands([board_command()])
+        await cl.context.emitter.set_commands([board_command(), runs_command()])
     if shows_settings_panel(settings):
         await cl.ChatSettings(settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
     if qa.history_off_reason:
@@ -155,6 +156,9 @@ async def on_message(message: cl.Message) -> None:
     init_session()
     if message.command == BOARD:
         await send_board(settings, history_off_reason=qa.history_off_reason)
+        return
+    if message.command == RUNS:
+        await send_runs(message.content or "")
         return
     if busy_elsewhere():
         await notice("Still answering your previous message: wait for it, or press Stop first.")

@@ -13,6 +13,7 @@ import pytest
 
 from backend.qa.compare.battles import battles_from_records, load_battle_records
 from backend.qa.export import load_records
+from backend.settings import PROJECT_ROOT
 from tests.conftest import CLEAR_QUESTION, free_port
 from tests.test_chat_page import shot, wait_for
 from tests.ui_harness import browser_page, chainlit_app, send
@@ -147,3 +148,17 @@ def test_two_setups_of_the_real_model_compete_blind_and_are_stored_with_their_st
     assert by_name["warm"]["stamp"]["system_prompt"] == "Answer in one short sentence."
     assert by_name["warm"]["stamp"]["engine"]["vllm_version"] not in ("", "unknown")
     assert record["vote"] == "b" and record["answers"]["A"]["outcome"] == "complete"
+
+
+def test_the_compare_runs_command_puts_two_accuracy_runs_side_by_side(compare_app, tmp_path: Path) -> None:
+    from backend.page.runs_view import pick_runs
+
+    runs = sorted((PROJECT_ROOT / "docs" / "results").glob("qa-run-*.json"))[:2]
+    assert "comparing needs two" in str(pick_runs("", tmp_path)) and "No run file" in str(pick_runs("x y", tmp_path))
+    url, _ = compare_app
+    with browser_page(url, screenshot=shot("compare-runs")) as page:
+        page.click('[id="command-Compare runs"]')
+        page.fill("#chat-input", f"{runs[0]} {runs[1]}")
+        page.locator("#chat-submit:not([disabled])").click(timeout=20_000)
+        wait_for(lambda: f"A: {runs[0].name}" in page.inner_text("body"), timeout=30)
+        assert "changed:" in page.inner_text("body")  # the per-question table ends with what changed
