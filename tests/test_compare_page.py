@@ -7,6 +7,8 @@ both sides stream at once and end on cue); the contenders are two setups of that
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +38,7 @@ def compare_app(fake_server_url: str, tmp_path_factory):
     (folder / "contenders.toml").write_text(CONTENDERS)
     env = {"RCHAT_BASE_URL": fake_server_url, "RCHAT_CONTENDERS_FILE": str(folder / "contenders.toml")}
     with chainlit_app(ui_port=free_port(), log_dir=folder, env=env) as url:
-        yield url, folder / "data" / "history.sqlite3"
+        yield url, folder / "data" / "history.sqlite3", fake_server_url
 
 
 def pick_compare(page, option: str = "Compare: your contenders") -> None:
@@ -50,7 +52,7 @@ def battle_text(page) -> str:
 
 
 def test_a_blind_comparison_streams_side_by_side_and_reveals_after_the_vote(compare_app) -> None:
-    url, history = compare_app
+    url, history, _ = compare_app
     with browser_page(url, screenshot=shot("compare-revealed")) as page:
         pick_compare(page)
         send(page, "FIELD: which is bigger, 9.11 or 9.8?")
@@ -77,10 +79,27 @@ def test_a_blind_comparison_streams_side_by_side_and_reveals_after_the_vote(comp
     assert battle.winner == "a" and battle.a == record["contenders"]["A"]
     rows = [r for r in load_records(history) if "battle" in r]
     assert {r["answer_id"].rsplit(":", 1)[1] for r in rows} == {"A", "B"} and all(r["stamp"] for r in rows)
+    env = {"RCHAT_BASE_URL": compare_app[2], "RCHAT_DATA_DIR": str(history.parent), "PATH": "/usr/bin:/bin"}
+    replayed = subprocess.run([sys.executable, "-m", "backend", "replay", rows[0]["answer_id"]], env=env,
+                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert f"Replay of answer {rows[0]['answer_id']}" in replayed.stdout, replayed.stdout + replayed.stderr
+    assert "9.8 is bigger." in replayed.stdout
+
+
+def test_stop_stops_both_answers_and_keeps_what_they_wrote(compare_app) -> None:
+    url, _, _ = compare_app
+    with browser_page(url) as page:
+        pick_compare(page)
+        send(page, "SLOW: count side by side")
+        wait_for(lambda: battle_text(page).count("word3") == 2, timeout=30)
+        page.locator("#stop-button").click(timeout=20_000)
+        wait_for(lambda: page.locator(".battle[data-phase=vote]").count() == 1, timeout=30)
+        text = battle_text(page)
+        assert text.count("Stopped by you.") == 2 and "word40" not in text
 
 
 def test_a_resumed_compare_chat_shows_its_comparison_and_an_unvoted_one_can_be_voted(compare_app) -> None:
-    url, history = compare_app
+    url, history, _ = compare_app
     with browser_page(url) as page:
         pick_compare(page)
         send(page, "FIELD: which is bigger, 9.11 or 9.8? (second)")
@@ -98,7 +117,7 @@ def test_a_resumed_compare_chat_shows_its_comparison_and_an_unvoted_one_can_be_v
 
 
 def test_the_leaderboard_command_rates_the_votes_given(compare_app) -> None:
-    url, _ = compare_app
+    url, _, _ = compare_app
     with browser_page(url, screenshot=shot("compare-board")) as page:
         page.click("#command-Leaderboard")
         page.locator("#chat-submit:not([disabled])").click(timeout=20_000)
@@ -155,7 +174,7 @@ def test_the_compare_runs_command_puts_two_accuracy_runs_side_by_side(compare_ap
 
     runs = sorted((PROJECT_ROOT / "docs" / "results").glob("qa-run-*.json"))[:2]
     assert "comparing needs two" in str(pick_runs("", tmp_path)) and "No run file" in str(pick_runs("x y", tmp_path))
-    url, _ = compare_app
+    url, _, _ = compare_app
     with browser_page(url, screenshot=shot("compare-runs")) as page:
         page.click('[id="command-Compare runs"]')
         page.fill("#chat-input", f"{runs[0]} {runs[1]}")
