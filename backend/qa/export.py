@@ -15,7 +15,7 @@ from typing import Any
 from backend.qa.history_db import connect_readonly
 from backend.qa.history_pg import PgHistory, fetch
 from backend.qa.verdicts import agreement, describe_human, describe_key, human_verdict
-from backend.records import RECORD_KEY
+from backend.records import RECORD_KEY, AnswerRecord, ExportRow
 from backend.settings import Settings
 
 
@@ -66,36 +66,36 @@ def _records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             records += _battle_rows(row, meta)
         if meta.get("kind") != "answer":
             continue
+        record = AnswerRecord.model_validate(meta)
         human = human_verdict(row["feedback_value"], row["feedback_comment"])
-        outcome = meta.get("outcome")
-        records.append({
-            "thread_id": row["thread_id"], "thread_name": row["thread_name"], "user": row["user"],
-            "answer_id": row["id"], "question_id": meta.get("question_id"), "question": meta.get("question"),
-            "sample": meta.get("sample", 1),
-            # "in progress" is only ever stored while streaming: finding it later means the app stopped.
-            "outcome": "interrupted (the app stopped while answering)" if outcome == "in progress" else outcome,
-            "reasoning": meta.get("reasoning", ""), "answer": meta.get("answer", ""),
-            "shown": row["output"] or "",
-            "verdict": meta.get("verdict"), "human_verdict": human,
-            "agreement": agreement(meta.get("verdict"), human), "stamp": meta.get("stamp", {}),
-        })
+        grade = record.verdict.stored() if record.verdict else None
+        # "in progress" is only ever stored while streaming: finding it later means the app stopped.
+        outcome = "interrupted (the app stopped while answering)" if record.outcome == "in progress" else record.outcome
+        records.append(ExportRow(
+            **_where(row), answer_id=row["id"], question_id=record.question_id, question=record.question,
+            sample=record.sample, outcome=outcome, reasoning=record.reasoning, answer=record.answer,
+            shown=row["output"] or "", verdict=grade, human_verdict=human, agreement=agreement(grade, human),
+            stamp=record.stamp.stored()).stored())
     return records
+
+
+def _where(row: dict[str, Any]) -> dict[str, Any]:
+    return {"thread_id": row["thread_id"], "thread_name": row["thread_name"], "user": row["user"]}
 
 
 def _battle_rows(row: dict[str, Any], battle: dict[str, Any]) -> list[dict[str, Any]]:
     """A comparison's two answers as rows of their own (answer ids `<message id>:A` and `:B`)."""
     rows = []
     for label, meta in sorted((battle.get("answers") or {}).items()):
-        rows.append({
-            "thread_id": row["thread_id"], "thread_name": row["thread_name"], "user": row["user"],
-            "answer_id": f"{row['id']}:{label}", "question_id": meta.get("question_id"),
-            "question": meta.get("question"), "sample": 1, "outcome": meta.get("outcome"),
-            "reasoning": meta.get("reasoning", ""), "answer": meta.get("answer", ""), "shown": "",
-            "verdict": meta.get("verdict"), "human_verdict": None, "agreement": None,
-            "stamp": meta.get("stamp", {}),
-            "battle": {"id": battle.get("id"), "label": label, "contender": (battle.get("contenders") or {}).get(label),
-                       "vote": battle.get("vote"), "reasons": battle.get("reasons"), "comment": battle.get("comment")},
-        })
+        record = AnswerRecord.model_validate({k: v for k, v in meta.items() if k != "answer_id"})
+        rows.append(ExportRow(
+            **_where(row), answer_id=f"{row['id']}:{label}", question_id=record.question_id,
+            question=record.question, sample=1, outcome=record.outcome, reasoning=record.reasoning,
+            answer=record.answer, shown="", verdict=record.verdict.stored() if record.verdict else None,
+            human_verdict=None, agreement=None, stamp=record.stamp.stored(),
+            battle={"id": battle.get("id"), "label": label, "contender": (battle.get("contenders") or {}).get(label),
+                    "vote": battle.get("vote"), "reasons": battle.get("reasons"), "comment": battle.get("comment")},
+        ).stored())
     return rows
 
 

@@ -25,6 +25,7 @@ from backend.answers.stream import AnswerObserver, stream_answer
 from backend.chat.sampling import Sampling
 from backend.engine.facts import engine_facts
 from backend.qa.compare.contenders import Contender
+from backend.records import BattleRecord
 from backend.settings import Settings
 
 LABELS = ("A", "B")
@@ -59,12 +60,11 @@ class Comparison:
                            "grade_line": result.grade.describe() if result.grade else "",
                            "note": result.note(limit_setting=LIMIT_SETTING)}
                    for label, result in self.results.items()}
-        return {"kind": "battle", "version": 1, "id": self.id, "question": self.question,
-                "tag": question.id if question else None,
-                "contenders": {label: c.name for label, c in self.shown.items()},
-                "setups": {label: c.model_dump() for label, c in self.shown.items()},
-                "answers": answers, "vote": None, "reasons": [], "comment": "", "user": "",
-                "started_at": self.started_at, "voted_at": None}
+        return BattleRecord(
+            version=1, kind="battle", id=self.id, question=self.question, tag=question.id if question else None,
+            contenders={label: c.name for label, c in self.shown.items()},
+            setups={label: c.model_dump() for label, c in self.shown.items()}, answers=answers, vote=None,
+            reasons=[], comment="", user="", started_at=self.started_at, voted_at=None).stored()
 
 
 def shuffled(pair: tuple[Contender, Contender], rng: random.Random | None = None) -> dict[str, Contender]:
