@@ -18,15 +18,14 @@ import httpx
 import pytest
 from chainlit.types import Pagination, ThreadFilter
 
+from backend.answers.grading.question_set import QUESTIONS_FILE
 from backend.chat.conversation import Conversation
 from backend.qa.export import load_records
 from backend.qa.history_store import HistoryStore
-from backend.answers.grading.question_set import QUESTIONS_FILE
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT
 from tests.conftest import ctrl_c_as_in_a_terminal, free_port
-from tests.test_chat_page import shot, wait_for
-from tests.ui_harness import browser_page, chainlit_app
+from tests.ui_harness import browser_page, chainlit_app, shot, wait_for
 
 pytestmark = [pytest.mark.server]
 SAMPLES, MAX_TOKENS = 2, 24

@@ -12,8 +12,7 @@ import pytest
 from backend.qa.accounts import LOCAL_USER, hash_password
 from backend.server.supervisor import VLLMServer
 from tests.conftest import free_port
-from tests.test_chat_page import running_requests, shot, wait_for
-from tests.ui_harness import answers, browser_page, chainlit_app, send
+from tests.ui_harness import answers, browser_page, chainlit_app, running_requests, send, shot, wait_for
 
 pytestmark = [pytest.mark.browser]
 LONG_QUESTION = "Write a long story about a dragon who learns to count. Use at least 400 words."

@@ -12,7 +12,7 @@ from backend.chat.health import is_healthy
 from backend.errors import BackendUnavailable, PromptTooLong
 from backend.server.supervisor import VLLMServer
 from tests.conftest import CLEAR_QUESTION, make_settings
-from tests.test_chat_page import running_requests
+from tests.ui_harness import running_requests
 
 pytestmark = pytest.mark.server
 FRANCE = [{"role": "user", "content": CLEAR_QUESTION}]

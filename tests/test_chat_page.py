@@ -6,34 +6,15 @@ import re
 import sys
 import time
 
-import httpx
 import pytest
 
-from backend.settings import PROJECT_ROOT
 from backend.server import processes
 from backend.server.supervisor import VLLMServer
-from tests.conftest import CLEAR_QUESTION, free_port, make_settings
-from tests.ui_harness import answers, browser_page, chainlit_app, notices, send
+from backend.settings import PROJECT_ROOT
+from tests.conftest import CLEAR_QUESTION, free_port
+from tests.ui_harness import answers, browser_page, chainlit_app, notices, running_requests, send, shot, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
-SHOTS = PROJECT_ROOT / ".cache" / "screenshots"
-
-
-def shot(name: str):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    return SHOTS / f"{name}.png"
-
-
-def wait_for(predicate, timeout: float = 60, every: float = 0.25):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("condition not met in time")
-
-
 @pytest.fixture(scope="module")
 def real_app(vllm_server: VLLMServer, tmp_path_factory):
     # Temperature 0 so that CLEAR_QUESTION reliably says Paris.
@@ -48,11 +29,6 @@ def fake_app(fake_server_url: str, tmp_path_factory):
     env = {"RCHAT_BASE_URL": fake_server_url, "RCHAT_FIRST_TOKEN_TIMEOUT": "4", "RCHAT_IDLE_TIMEOUT": "4"}
     with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("fake-ui"), env=env) as url:
         yield url
-
-
-def running_requests(server: VLLMServer) -> float:
-    text = httpx.get(server.url_for("metrics"), headers={"Authorization": f"Bearer {server.api_key}"}).text
-    return sum(float(m) for m in re.findall(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)", text, re.M))
 
 
 # --- on the real server ---

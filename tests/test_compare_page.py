@@ -17,8 +17,7 @@ from backend.qa.compare.battles import battles_from_records, load_battle_records
 from backend.qa.export import load_records
 from backend.settings import PROJECT_ROOT
 from tests.conftest import CLEAR_QUESTION, free_port
-from tests.test_chat_page import shot, wait_for
-from tests.ui_harness import browser_page, chainlit_app, send
+from tests.ui_harness import browser_page, chainlit_app, send, shot, wait_for
 
 pytestmark = [pytest.mark.browser]
 CONTENDERS = """pair = ["cool", "warm"]

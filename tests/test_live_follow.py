@@ -14,8 +14,7 @@ import pytest
 
 from backend.qa.export import load_records
 from tests.conftest import free_port
-from tests.test_chat_page import shot, wait_for
-from tests.ui_harness import answers, browser_page, chainlit_app, send
+from tests.ui_harness import answers, browser_page, chainlit_app, send, shot, wait_for
 
 pytestmark = [pytest.mark.browser]
 

@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from backend.qa.export import load_records
 from backend.answers.grading.question_set import starters
+from backend.qa.export import load_records
 from backend.qa.verdicts import key_outcome
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
-from tests.test_chat_page import shot, wait_for
-from tests.ui_harness import CHROMIUM, CHROMIUM_ARGS, answers, chainlit_app, send
+from tests.ui_harness import CHROMIUM, CHROMIUM_ARGS, answers, chainlit_app, send, shot, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 USER, PASSWORD = "alice", "correct horse battery"

@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from backend.bench.browser_check import ARGS as CHROMIUM_ARGS
 from backend.bench.browser_check import CHROMIUM
 from backend.bench.ui_process import chainlit_app  # noqa: F401 - re-exported for the tests
+from backend.settings import PROJECT_ROOT
+
+SHOTS = PROJECT_ROOT / ".cache" / "screenshots"
+
+
+def shot(name: str) -> Path:
+    """Where a test's screenshot goes (looked at after a run: what the user saw)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return SHOTS / f"{name}.png"
+
+
+def wait_for(predicate, timeout: float = 60, every: float = 0.25):
+    """The predicate's first true value within `timeout` seconds, polled as a person would look again."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError("condition not met in time")
 
 
 @contextmanager
@@ -62,3 +83,13 @@ def answers(page) -> list[str]:
 def notices(page) -> str:
     """All notices on the page (backend state, refused input), joined."""
     return "\n".join(t for t in _assistant_texts(page) if _is_notice(t))
+
+
+def running_requests(server) -> float:
+    """Requests the real vLLM is decoding now (its /metrics), to see that a Stop reached it."""
+    import re
+
+    import httpx
+
+    text = httpx.get(server.url_for("metrics"), headers={"Authorization": f"Bearer {server.api_key}"}).text
+    return sum(float(m) for m in re.findall(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)", text, re.M))
