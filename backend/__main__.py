@@ -22,6 +22,7 @@ replay  ANSWER_ID [--json]: send a stored answer's stamped request again, compar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import json
 import os
@@ -36,11 +37,11 @@ import httpx
 import psutil
 from pydantic import SecretStr
 
-from backend.settings import PROJECT_ROOT, Settings, SettingsError, load_settings
-from backend.server.pidfile import our_process, write_pidfile
 from backend.readiness import Awaited, Verdict, process_gone, wait_ready
-from backend.server_status import commands_api_key, read_status
+from backend.server.pidfile import our_process, write_pidfile
 from backend.server.vllm_command import build_launch
+from backend.server_status import commands_api_key, read_status
+from backend.settings import PROJECT_ROOT, Settings, SettingsError, load_settings
 
 
 def _pidfile(settings: Settings):
@@ -118,10 +119,8 @@ def cmd_status(settings: Settings) -> int:
     if published:
         report["launcher"] = published.describe()
     if report["healthy"]:
-        try:
+        with contextlib.suppress(httpx.HTTPError, ValueError):
             report["version"] = httpx.get(f"{settings.server_url}/version", timeout=2).json().get("version")
-        except (httpx.HTTPError, ValueError):
-            pass
     print(json.dumps(report, indent=2))
     return 0 if report["healthy"] else 3
 

@@ -17,7 +17,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
 
-from backend.errors import SettingsError  # noqa: F401 - callers catch it from here too
+from backend.errors import SettingsError  # callers catch it from here too
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ENV_PREFIX = "RCHAT_"

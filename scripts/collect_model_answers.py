@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.chat.reasoning import ThinkTagParser
 from backend.answers.grading.question_set import Question, load_questions
+from backend.chat.reasoning import ThinkTagParser
 from backend.server.processes import free_port
 from backend.server.supervisor import VLLMServer
 from backend.settings import load_settings

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from backend.settings import PROJECT_ROOT, Settings  # noqa: E402
+from backend.settings import PROJECT_ROOT, Settings
 
 SECTIONS = {"model": "The model", "base_url": "Where vLLM runs",
             "gpu_memory_utilization": "vLLM tuning (empty = vLLM's or the machine's default)",

@@ -11,7 +11,7 @@ timestamps and stats, and this app's commit. Exports add the human verdict given
 from __future__ import annotations
 
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -22,7 +22,7 @@ MONOTONIC = ("started", "first_token_at", "reasoning_started", "reasoning_ended"
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @cache

@@ -25,9 +25,9 @@ from backend.bench.direct import run_direct
 from backend.bench.fast_server import fast_server
 from backend.bench.stats import StreamRecord, summarize
 from backend.server.processes import free_port, free_ports
-from backend.settings import PROJECT_ROOT, load_settings
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import build_launch, vllm_python
+from backend.settings import PROJECT_ROOT, load_settings
 
 PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."
 
@@ -190,10 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     meta.update(max_tokens=args.max_tokens, repeat=args.repeat, prompt=PROMPT)
     try:
         with ExitStack() as stack:
-            if args.startup:
-                results = {"startup": startup(stack)}
-            else:
-                results = throughput(args, stack, meta["dtype"])
+            results = {"startup": startup(stack)} if args.startup else throughput(args, stack, meta["dtype"])
     except KeyboardInterrupt:
         say("interrupted: everything this run started has been stopped")
         return 130

@@ -16,7 +16,7 @@ import asyncio
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import socketio
@@ -105,7 +105,7 @@ class ChainlitSession:
 
     async def send(self, text: str) -> None:
         payload = {"message": {"id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message",
-                               "output": text, "createdAt": datetime.now(timezone.utc).isoformat()},
+                               "output": text, "createdAt": datetime.now(UTC).isoformat()},
                    "fileReferences": []}
         await self.sio.emit("client_message", payload)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import platform
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from backend.settings import SettingsError, load_settings
 from backend.server.vllm_command import effective_dtype, read_host_choice, resolve_device
+from backend.settings import SettingsError, load_settings
 
 
 def start_run(label: str) -> dict | None:
@@ -20,7 +20,7 @@ def start_run(label: str) -> dict | None:
         return None
     device = resolve_device(settings)
     host = read_host_choice(settings) if device == "cpu" else None
-    return {"date": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
+    return {"date": datetime.now(UTC).strftime("%Y%m%d-%H%M%S"),
             "machine": f"{platform.node()} {platform.machine()}", "label": label,
             "device": device, "dtype": effective_dtype(settings, device, host) or "auto"}  # auto: the model's own
 

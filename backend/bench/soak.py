@@ -32,10 +32,10 @@ from urllib.parse import urlparse
 import psutil
 
 from backend.bench.chainlit_client import ChainlitSession
+from backend.bench.report import start_run
 from backend.errors import NOTICE_MARK
 from backend.qa.export import load_records
 from backend.server.processes import free_port, free_ports, listener_pid
-from backend.bench.report import start_run
 from backend.settings import PROJECT_ROOT, load_settings
 
 QUESTIONS = ("What is {a} plus {b}?", "Which number is bigger, {a}.11 or {a}.8?",
@@ -141,7 +141,7 @@ async def run_session(url: str, index: int, *, deadline: float, min_turns: int, 
 async def ask(session: ChainlitSession, turn: Turn, timeout: float) -> None:
     try:
         answer = await session.ask(turn.question, timeout=timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         turn.error = f"the answer did not end within {timeout:.0f} s"
         return
     notices = [t for t in answer.texts.values() if t.startswith(NOTICE_MARK)]
@@ -174,7 +174,7 @@ def cross_talk(logs: list[SessionLog], db: Path | None) -> list[str]:
             problems.append(f"session {log.index}: the database holds questions "
                             f"{[r['question'] for r in stored]} for its thread, it asked {asked}")
             continue
-        for record, turn in zip(stored, log.turns):
+        for record, turn in zip(stored, log.turns, strict=True):
             if turn.answer_id and (record["answer_id"], record["shown"]) != (turn.answer_id, turn.shown):
                 problems.append(f"session {log.index}: the stored answer to {turn.question!r} is not the one shown")
     return problems
@@ -232,8 +232,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def own_page(args: argparse.Namespace, stack: ExitStack) -> tuple[str, Path]:
     """Start a managed vLLM and a chat page on free ports; their data folder is a fresh temporary one."""
-    from backend.server.supervisor import VLLMServer
     from backend.bench.ui_process import chainlit_app
+    from backend.server.supervisor import VLLMServer
 
     work = Path(tempfile.mkdtemp(prefix="soak-"))
     vllm_port, ui_port = free_ports(2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 
 @dataclass
@@ -24,7 +25,7 @@ class StreamRecord:
 
     @property
     def gaps(self) -> list[float]:
-        return [b - a for a, b in zip(self.arrivals, self.arrivals[1:])]
+        return [b - a for a, b in pairwise(self.arrivals)]
 
     @property
     def tokens_per_second(self) -> float | None:

@@ -12,8 +12,8 @@ import re
 import time
 from contextlib import AsyncExitStack
 
-from backend.bench.stats import StreamRecord
 from backend.bench.chainlit_client import ChainlitSession
+from backend.bench.stats import StreamRecord
 
 TOKENS_IN_STATS = re.compile(r"(\d+) (?:answer )?tokens")
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from backend.server.chat_page import ChatPage, chainlit_argv  # noqa: F401 - chainlit_argv re-exported
 from backend.readiness import Verdict, wait_ready
+from backend.server.chat_page import ChatPage, chainlit_argv  # noqa: F401 - chainlit_argv re-exported
 
 
 @contextmanager

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import openai
 
-from backend.errors import BackendBusy, BackendRejected, BackendTimeout, BackendUnavailable, PromptTooLong
 from backend.chat.http_transport import http_client
 from backend.chat.reasoning import ThinkTagParser
 from backend.chat.retry_policy import open_stream_retrying
+from backend.errors import BackendBusy, BackendRejected, BackendTimeout, BackendUnavailable, PromptTooLong
 from backend.settings import Settings
 
 
@@ -147,7 +147,7 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
     parser = ThinkTagParser(starts_in_reasoning=starts_in_reasoning)
     try:
         stream = await _open(client, settings, request)
-    except Exception as exc:  # noqa: BLE001 - every failure becomes one of ours
+    except Exception as exc:  # every failure becomes one of ours
         raise translate(exc, settings) from exc
     try:
         reads = _reads(stream)
@@ -168,7 +168,7 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
                 yield delta
         for seg in parser.finish():
             yield Delta(**{seg.kind: seg.text})
-    except (openai.OpenAIError, httpx.HTTPError, asyncio.TimeoutError, ValueError) as exc:
+    except (TimeoutError, openai.OpenAIError, httpx.HTTPError, ValueError) as exc:
         raise translate(exc, settings) from exc
     finally:
         # Closing the HTTP response is what makes vLLM abort the request, so it goes first: closing

@@ -103,13 +103,13 @@ class MetricsPoller:
             while True:
                 try:
                     snapshot, wait = await self.read()
-                except Exception:  # noqa: BLE001 - e.g. unparsable text: log it, hide the strip, go on
+                except Exception:  # e.g. unparsable text: log it, hide the strip, go on
                     log.exception("reading %s/metrics failed", self.settings.server_url)
                     snapshot, wait = None, NO_METRICS_RETRY
                 self.last = snapshot
                 try:
                     await self.publish(snapshot)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.exception("publishing engine metrics failed")
                 await asyncio.sleep(wait)
         finally:

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 
 from backend.server.engine_facts import launch_facts
-from backend.server_status import read_status
 from backend.server.vllm_command import build_launch
+from backend.server_status import read_status
 from backend.settings import Settings
 
 # The facts a launch gives that an external server does not report.

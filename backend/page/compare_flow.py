@@ -22,6 +22,7 @@ from backend.qa.compare.comparison import Comparison, cast, run, shuffled
 from backend.qa.compare.contenders import built_in_pair, load_pair
 from backend.settings import Settings
 
+
 class Clients:
     """The app's client for its own server, and one per other server a contender names."""
 

@@ -13,8 +13,8 @@ from dataclasses import replace
 import chainlit as cl
 
 from backend.chat.sampling import Sampling
-from backend.qa.compare.contenders import BUILT_IN
 from backend.model_info import chat_template_takes
+from backend.qa.compare.contenders import BUILT_IN
 from backend.settings import Settings
 
 ANSWER, ONE, COMPARE = "answer", "one", "compare"

@@ -31,7 +31,7 @@ def guarded(hook):
     async def wrapper(*args, **kwargs):
         try:
             return await hook(*args, **kwargs)
-        except Exception as err:  # noqa: BLE001 - the page must get words, the log the trace
+        except Exception as err:  # the page must get words, the log the trace
             log.exception("%s failed", hook.__name__)
             await notice(user_message(err))
     return wrapper
@@ -85,5 +85,5 @@ async def _keep_up_to_date(settings: Settings, message: cl.Message) -> None:
         if ok:
             text = " ".join(filter(None, ["The model server is ready: ask away.", server_warning(settings)]))
         await show_while_open(text)
-    except Exception:  # noqa: BLE001 - a page closed meanwhile: nothing left to tell
+    except Exception:  # a page closed meanwhile: nothing left to tell
         log.debug("the server notice stopped", exc_info=True)

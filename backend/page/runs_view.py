@@ -32,7 +32,7 @@ def pick_runs(text: str, folder: Path = RESULTS) -> tuple[Path, Path] | str:
     if len(names) == 2:
         paths = [Path(n) if Path(n).is_absolute() else folder / n for n in names]
         return (paths[0], paths[1]) if all(p.exists() for p in paths) else \
-            f"No run file {next(n for n, p in zip(names, paths) if not p.exists())} in {folder}."
+            f"No run file {next(n for n, p in zip(names, paths, strict=True) if not p.exists())} in {folder}."
     if names:
         return "Type two run files' names after the command (qa-run-*.json in results/), or none for the latest two."
     runs = sorted(folder.glob("qa-run-*.json"))

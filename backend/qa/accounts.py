@@ -23,7 +23,7 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from backend.errors import AccountsError  # noqa: F401 - callers catch it from here too
+from backend.errors import AccountsError  # callers catch it from here too
 from backend.settings import Settings
 
 LOCAL_USER = "local"

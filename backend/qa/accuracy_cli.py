@@ -16,18 +16,18 @@ from pathlib import Path
 
 import openai
 
+from backend.answers.grading.question_set import QUESTIONS_FILE, Question, load_questions
+from backend.answers.stamp import now_iso
 from backend.chat.client import make_client
 from backend.chat.health import is_healthy
 from backend.chat.sampling import Sampling, apply_update, default_sampling
+from backend.engine.facts import engine_facts
 from backend.errors import BackendRejected, ChatAppError, HistoryUnavailable
 from backend.qa.accounts import LOCAL_USER
 from backend.qa.accuracy import QuestionAccuracy
 from backend.qa.accuracy_run import RunContext, Sample, ask_all
-from backend.answers.grading.question_set import QUESTIONS_FILE, Question, load_questions
 from backend.qa.run_report import table, write_chart, write_json
 from backend.qa.run_store import RunStore
-from backend.answers.stamp import now_iso
-from backend.engine.facts import engine_facts
 from backend.settings import PROJECT_ROOT, Settings
 
 

@@ -23,7 +23,7 @@ import stat
 import time
 from pathlib import Path
 
-from backend.errors import HistoryUnavailable  # noqa: F401 - callers catch it from here too
+from backend.errors import HistoryUnavailable  # callers catch it from here too
 
 SCHEMA_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"

@@ -142,7 +142,7 @@ class HistoryStore(_Store):
             if cursor.description is None:
                 return cursor.rowcount
             names = [column[0] for column in cursor.description]
-            return [{k: _decode(k, v) for k, v in zip(names, row)} for row in cursor.fetchall()]
+            return [{k: _decode(k, v) for k, v in zip(names, row, strict=True)} for row in cursor.fetchall()]
 
     async def close(self) -> None:
         def _close() -> None:
@@ -210,5 +210,5 @@ async def _tell_user_once(reason: str) -> None:
     flags.add("save failed")
     try:
         await Message(content=as_notice(SAVE_FAILED.format(reason=reason)), author=NOTICE).send()
-    except Exception:  # noqa: BLE001 - the notice itself must never break the chat
+    except Exception:  # the notice itself must never break the chat
         log.exception("could not show the save-failed notice")

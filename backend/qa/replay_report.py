@@ -50,7 +50,7 @@ def word_diff(before: str, after: str) -> tuple[int, str]:
             out.append(f"[-{''.join(a[i1:i2])}-]")
         if j2 > j1:
             out.append(f"{{+{''.join(b[j1:j2])}+}}")
-    common = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    common = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     return len([w for w in a[:common] if not w.isspace()]), "".join(out)
 
 

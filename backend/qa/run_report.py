@@ -59,8 +59,8 @@ def write_chart(path: Path, questions: list[QuestionAccuracy], *, title: str) ->
     fig, ax = plt.subplots(figsize=(8, 1.8 + 0.3 * len(shown)))
     rows = list(range(len(shown)))[::-1]  # the first question at the top
     values = [q.accuracy or 0.0 for q in shown]
-    low = [v - q.interval[0] for v, q in zip(values, shown)]
-    high = [q.interval[1] - v for v, q in zip(values, shown)]
+    low = [v - q.interval[0] for v, q in zip(values, shown, strict=True)]
+    high = [q.interval[1] - v for v, q in zip(values, shown, strict=True)]
     colours = ["#2e7d32" if q.majority_correct else "#c62828" for q in shown]
     ax.barh(rows, values, xerr=[low, high], color=colours, alpha=0.75, capsize=3, ecolor="#333")
     ax.set_yticks(rows, [f"{q.question_id} ({q.correct}/{q.graded})" for q in shown], fontsize=8)

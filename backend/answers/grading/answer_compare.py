@@ -14,7 +14,6 @@ import logging
 import re
 from functools import cache
 
-
 from backend.answers.grading import answer_values as av
 from backend.answers.grading.answer_choice import mentions, read_choice
 from backend.answers.grading.answer_values import Reading

@@ -113,6 +113,6 @@ def _matrix(names: list[str], width: int, cell) -> list[str]:
     values = [[cell(r, c) if r != c else "" for c in names] for r in names]
     size = max(5, *(len(v) + 1 for row in values for v in row))
     lines = [" " * (width + 6) + "".join(f"{n:>{size}}" for n in range(1, len(names) + 1))]
-    for rank, (name, row) in enumerate(zip(names, values), start=1):
+    for rank, (name, row) in enumerate(zip(names, values, strict=True), start=1):
         lines.append((f"{rank:>4}  {name:<{width}}" + "".join(f"{v:>{size}}" for v in row)).rstrip())
     return lines

@@ -40,7 +40,7 @@ Pair = tuple[int, int, float, float]  # players i < j, battles between them, poi
 def pair_scores(cells: list[tuple[int, int, float]], counts: list[float] | None = None) -> list[Pair]:
     """Per pair of players (i < j): battles and i's points, from cells (i, j, points of i) and their counts."""
     scores: dict[tuple[int, int], list[float]] = {}
-    for (i, j, points), count in zip(cells, counts or [1.0] * len(cells)):
+    for (i, j, points), count in zip(cells, counts or [1.0] * len(cells), strict=True):
         if i > j:
             i, j, points = j, i, 1.0 - points
         cell = scores.setdefault((i, j), [0.0, 0.0])
@@ -90,13 +90,13 @@ def _newton_system(theta: list[float], pairs: list[Pair]) -> tuple[list[float], 
 def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
     """x with matrix @ x = vector (Gaussian elimination; the matrix is symmetric positive definite)."""
     k = len(vector)
-    rows = [row[:] + [v] for row, v in zip(matrix, vector)]
+    rows = [row[:] + [v] for row, v in zip(matrix, vector, strict=True)]
     for col in range(k):
         pivot = rows[col][col]
         for r in range(col + 1, k):
             factor = rows[r][col] / pivot
             if factor:
-                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[col])]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[col], strict=True)]
     x = [0.0] * k
     for r in range(k - 1, -1, -1):
         x[r] = (rows[r][k] - sum(rows[r][c] * x[c] for c in range(r + 1, k))) / rows[r][r]
@@ -111,7 +111,7 @@ def fit(players: int, pairs: list[Pair], start: list[float] | None = None) -> li
         grad, info = _newton_system(theta, pairs)
         step, scale = _solve(info, grad), 1.0
         while True:
-            trial = [t + scale * d for t, d in zip(theta, step)]
+            trial = [t + scale * d for t, d in zip(theta, step, strict=True)]
             value = log_likelihood(trial, pairs)
             if value >= current - 1e-12 or scale < 1e-8:
                 break
@@ -185,7 +185,7 @@ def rate(battles: list[Battle], *, rounds: int = 1000, seed: int | None = None) 
     theta = fit(len(players), pair_scores(cells))
     ratings = to_elo(theta)
     samples = bootstrap(len(players), cells, rounds=rounds, rng=random.Random(seed), start=theta)
-    columns = list(zip(*samples)) if samples else [[] for _ in players]
-    bounds = [_interval(list(column), rating) for column, rating in zip(columns, ratings)]
+    columns: list[tuple[float | None, ...]] = list(zip(*samples, strict=True)) if samples else [() for _ in players]
+    bounds = [_interval(list(column), rating) for column, rating in zip(columns, ratings, strict=True)]
     order = sorted(range(len(players)), key=lambda n: (-ratings[n], players[n]))
     return {players[n]: Rating(ratings[n], *bounds[n]) for n in order}
