@@ -116,12 +116,12 @@ def test_a_page_knows_its_place_from_the_launchers_variable(monkeypatch) -> None
 class BalancedService:
     """`python -m backend run` with RCHAT_PAGE_WORKERS=2 in external mode; remembers what it printed."""
 
-    def __init__(self, tmp_path: Path, server_url: str, workers: int = 2) -> None:
+    def __init__(self, tmp_path: Path, server_url: str, workers: int = 2, **extra: str) -> None:
         self.ui_port, vllm_port = free_ports(2)
         clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
         env = {**clean, "RCHAT_BASE_URL": server_url, "RCHAT_PAGE_WORKERS": str(workers),
                "RCHAT_UI_PORT": str(self.ui_port), "RCHAT_VLLM_PORT": str(vllm_port), "RCHAT_LOG_DIR": str(tmp_path),
-               "RCHAT_DATA_DIR": str(tmp_path / "data"), "RCHAT_UI_STARTUP_TIMEOUT": "300"}
+               "RCHAT_DATA_DIR": str(tmp_path / "data"), "RCHAT_UI_STARTUP_TIMEOUT": "300", **extra}
         self.proc = subprocess.Popen([sys.executable, "-m", "backend", "run"], env=env, cwd=PROJECT_ROOT, text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         self.lines: list[str] = []
