@@ -15,7 +15,8 @@ from backend.chat.sampling import apply_update, default_sampling, max_tokens_lim
 from backend.page import live_strip
 from backend.page.actions import answer_actions, send_export
 from backend.page.answer_flow import answer
-from backend.page.board_view import COMMAND as BOARD, board_command, send_board
+from backend.page.board_view import COMMAND as BOARD
+from backend.page.board_view import board_command, send_board
 from backend.page.booth import dress_page, shows_settings_panel, uses_password_login
 from backend.page.compare_flow import Clients, cast_vote, compare
 from backend.page.compare_view import restore as restore_comparisons
@@ -24,7 +25,8 @@ from backend.page.follow import follow
 from backend.page.live_answers import LiveAnswers
 from backend.page.notices import guarded, notice, watch_backend
 from backend.page.replay_view import send_replay
-from backend.page.runs_view import COMMAND as RUNS, runs_command, send_runs
+from backend.page.runs_view import COMMAND as RUNS
+from backend.page.runs_view import runs_command, send_runs
 from backend.page.settings_panel import settings_widgets
 from backend.qa.accounts import LOCAL_USER, check_password
 from backend.qa.setup import set_up

@@ -72,7 +72,7 @@ async def test_many_long_seeded_prompts_at_once_leave_the_cpu_engine_alive(vllm_
     their prefills were chunked; the launcher now starts it without chunked prefill."""
     client = make_client(vllm_server.settings, api_key=vllm_server.api_key)
     # Prompts that differ from their first word, so prefix caching cannot shorten their prefills.
-    words = "sailor sea wind ship harbour storm island map star rope sail night".split()
+    words = ["sailor", "sea", "wind", "ship", "harbour", "storm", "island", "map", "star", "rope", "sail", "night"]
 
     async def ask(i: int):
         story = " ".join(words[(i * 7 + k * k) % len(words)] for k in range(300 + 40 * i))

@@ -81,7 +81,7 @@ def test_pairs_are_trl_conversational_preference_lines_and_ties_are_left_out(his
     done = export(history.parent, "--votes")
     assert done.returncode == 0, done.stderr
     a_won, b_won = [json.loads(line) for line in done.stdout.splitlines()]
-    assert TRL_KEYS <= set(a_won) and a_won["tie"] is False
+    assert set(a_won) >= TRL_KEYS and a_won["tie"] is False
     assert a_won["prompt"] == [{"role": "user", "content": a_won["question"]}]  # as sent to the chosen (cold)
     assert a_won["chosen"] == [{"role": "assistant", "content": "9.8 is bigger."}]
     assert a_won["rejected"] == [{"role": "assistant", "content": "=9.11"}]
@@ -160,6 +160,6 @@ def test_the_datasets_library_loads_the_pairs(history: Path) -> None:
     assert export(history.parent, "--votes", "--include-ties", "--out", str(out)).returncode == 0
     rows = datasets.load_dataset("json", data_files=str(out), split="train")
     pairs = rows.filter(lambda row: not row["tie"])
-    assert len(rows) == 4 and len(pairs) == 2 and TRL_KEYS <= set(pairs.column_names)
+    assert len(rows) == 4 and len(pairs) == 2 and set(pairs.column_names) >= TRL_KEYS
     assert pairs[0]["chosen"] == [{"role": "assistant", "content": "9.8 is bigger."}]
     assert pairs[1]["prompt"][0] == {"role": "system", "content": "Be brief."}

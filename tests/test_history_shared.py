@@ -45,7 +45,7 @@ def run_writers(folder: Path, env: dict[str, str]) -> list[str]:
         time.sleep(0.05)
     (folder / "go").touch()
     outputs = [p.communicate(timeout=300)[0] for p in procs]
-    for p, out in zip(procs, outputs):
+    for p, out in zip(procs, outputs, strict=True):
         assert p.returncode == 0, out
     return outputs
 

@@ -19,7 +19,7 @@ def run(chunks: list[str], *, starts_in_reasoning: bool = False) -> tuple[str, s
 def splits(text: str, cuts: list[int]) -> list[str]:
     """The text cut at the given positions (sorted, clipped), as a stream of chunks."""
     points = sorted({min(max(c, 0), len(text)) for c in cuts})
-    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)])]
+    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
 
 
 def every_two_and_three_way_split(text: str):
