@@ -96,7 +96,7 @@ def grade_fields(grade: Any) -> dict[str, Any] | None:
     """The answer key's grade as stored: its fields plus the outcome and the final answer it read."""
     if grade is None:
         return None
-    fields = asdict(grade) if is_dataclass(grade) else {}
+    fields = asdict(grade) if is_dataclass(grade) and not isinstance(grade, type) else {}
     return {**fields, "question_id": grade.question_id, "expected": grade.expected,
             "outcome": grade.outcome, "read": getattr(grade, "read", None)}
 

@@ -23,7 +23,8 @@ class AnswerRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        return self.body.get("messages", [])
+        messages: list[dict[str, Any]] = self.body.get("messages", [])
+        return messages
 
 
 def new_request(settings: Settings, sampling: Sampling, messages: list[dict[str, Any]], *,

@@ -10,9 +10,9 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import openai
@@ -29,7 +29,7 @@ class Delta:
     reasoning: str = ""
     answer: str = ""
     finish_reason: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int | None] = field(default_factory=dict)  # a count the server left out is None
 
 
 CANNOT_CAP = ("This model server cannot cap thinking: it runs without a reasoning parser (vLLM's "
@@ -93,9 +93,10 @@ async def _open(client: openai.AsyncOpenAI, settings: Settings, request: dict[st
     async for attempt in open_stream_retrying(max_retries=settings.max_retries):
         with attempt:
             return (await client.chat.completions.with_raw_response.create(**request)).http_response
+    raise AssertionError("unreachable: the retrying raises the last error when it gives up (reraise=True)")
 
 
-async def _reads(response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+async def _reads(response: httpx.Response) -> AsyncGenerator[list[dict[str, Any]], None]:
     """The server-sent events' JSON, one list per network read, read here rather than by openai's AsyncStream.
 
     openai builds a typed object per chunk, which took a quarter of the page process's time under
@@ -105,7 +106,8 @@ async def _reads(response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]
     behind catches up in larger steps instead of falling further behind.
     """
     pending = b""
-    async with contextlib.aclosing(response.aiter_bytes()) as reads:  # closed here, not by the GC
+    body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())  # typed an iterator, it is a generator
+    async with contextlib.aclosing(body) as reads:  # closed here, not by the GC
         async for data in reads:
             *lines, pending = (pending + data).split(b"\n")
             chunks = [chunk for line in lines if (chunk := _event(line)) is not None]
@@ -141,7 +143,7 @@ def _api_error(chunk: dict[str, Any], response: httpx.Response) -> openai.APIErr
 
 
 async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: dict[str, Any], *,
-                      starts_in_reasoning: bool = False) -> AsyncIterator[Delta]:
+                      starts_in_reasoning: bool = False) -> AsyncGenerator[Delta, None]:
     """Yield Deltas for one completion (the text of one read merged); raise only errors from backend.errors."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
     parser = ThinkTagParser(starts_in_reasoning=starts_in_reasoning)
@@ -167,7 +169,7 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
             for delta in _read_deltas(chunks, parser):
                 yield delta
         for seg in parser.finish():
-            yield Delta(**{seg.kind: seg.text})
+            yield _text_delta(seg.kind, seg.text)
     except (TimeoutError, openai.OpenAIError, httpx.HTTPError, ValueError) as exc:
         raise translate(exc, settings) from exc
     finally:
@@ -179,6 +181,10 @@ async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: d
             await reads.aclose()  # collector it would close in another and warn
 
 
+def _text_delta(kind: str, text: str) -> Delta:
+    return Delta(reasoning=text) if kind == "reasoning" else Delta(answer=text)
+
+
 class _Runs:
     """Deltas in order, each run of one kind of text joined into one Delta.
 
@@ -186,7 +192,9 @@ class _Runs:
     """
 
     def __init__(self, parser: ThinkTagParser) -> None:
-        self.parser, self.out, self.content = parser, [], []
+        self.parser = parser
+        self.out: list[Delta] = []
+        self.content: list[str] = []
 
     def text(self, kind: str, text: str) -> None:
         if not text:
@@ -194,7 +202,7 @@ class _Runs:
         if self.out and _text_kind(self.out[-1]) == kind:
             setattr(self.out[-1], kind, getattr(self.out[-1], kind) + text)
         else:
-            self.out.append(Delta(**{kind: text}))
+            self.out.append(_text_delta(kind, text))
 
     def feed(self, *, finished: bool = False) -> None:
         """The content held so far through the parser; with `finished`, what the parser held back too."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
+from typing import cast
 
 import aiohttp
 import httpx
@@ -50,7 +51,7 @@ class Transport(AiohttpTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         with _hang_ups_as_network_errors(request, reading=False):
             response = await super().handle_async_request(request)
-        response.stream = _Body(response.stream, request)
+        response.stream = _Body(cast(httpx.AsyncByteStream, response.stream), request)  # async: this transport's own
         return response
 
 

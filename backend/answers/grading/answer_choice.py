@@ -8,6 +8,7 @@ arithmetic ("9.8 - 9.11 = 0.69") are worked, not picked. A sentence that names o
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from backend.answers.grading.answer_values import Reading, Value
 from backend.answers.grading.question_set import Question
@@ -43,12 +44,17 @@ def _claims(question: Question, text: str, found: list[Value]) -> list[str]:
             says = re.match(rf"\W*{VERB}\s+(?:the\s+|a\s+)?(not\s+)?(?:[\w.]+\s+)?(?:{word})\b", after, re.IGNORECASE)
             names = re.search(rf"\b(?:{word})\b(?:\s+\w+){{0,3}}\s*(?:{VERB}|:)\s*$", before, re.IGNORECASE)
             if says or names:
-                picked.append(_side(question, v.key, flip != bool(says and says.group(1))))
+                picked.append(_side(question, _option(v), flip != bool(says and says.group(1))))
         sign = re.match(r"\s*([<>])", after)
         if sign and i + 1 < len(found):
             bigger_first = sign.group(1) == ">"
-            picked.append(_side(question, v.key, bigger_first == (question.direction == "smaller")))
+            picked.append(_side(question, _option(v), bigger_first == (question.direction == "smaller")))
     return [p for p in picked if p]
+
+
+def _option(value: Value) -> str:
+    """The option a mention names: mentions() keys each value by its option, a str."""
+    return cast(str, value.key)
 
 
 def _side(question: Question, option: str, other: bool) -> str:

@@ -146,7 +146,7 @@ def matches(question: Question, value: av.Value) -> bool:
     if question.kind == "choice":
         return value.key == question.expected
     if question.kind == "date":
-        return any(_same_date(value.key, k) for k in _expected_keys(question))
+        return isinstance(value.key, tuple) and any(_same_date(value.key, k) for k in _expected_keys(question))
     if question.kind in NUMERIC_KINDS:
         got = _parse(str(value.key))
         from math_verify import verify  # imported when first needed: it brings sympy (seconds to import)
@@ -170,4 +170,5 @@ def _same_date(got: tuple, want: tuple) -> bool:
 def _parse(expression: str) -> list:
     from math_verify import ExprExtractionConfig, parse
 
-    return parse(expression, extraction_config=[ExprExtractionConfig()], parsing_timeout=None)
+    parsed: list = parse(expression, extraction_config=[ExprExtractionConfig()], parsing_timeout=None)
+    return parsed
