@@ -132,7 +132,7 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
     if args.votes or args.format == "csv":
         from backend.qa.compare.preferences import votes_command
 
-        return votes_command(settings.history_path, args)
+        return votes_command(history_source(settings), args)
     try:
         records = load_records(history_source(settings), user=args.user, human_only=args.human_verdicts,
                                disagreements=args.disagreements)

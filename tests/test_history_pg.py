@@ -8,6 +8,9 @@ postgresql package).
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from backend.qa import history_pg
 from backend.qa.history_db import SCHEMA_VERSION, TABLES, HistoryUnavailable
 from backend.qa.setup import history_problem, preflight, set_up
 from backend.server.processes import free_port
+from backend.settings import PROJECT_ROOT
 from tests.conftest import make_settings
 from tests.pg_server import new_database, throwaway_server
 
@@ -144,3 +148,27 @@ async def test_the_page_writes_again_by_itself_once_a_restarted_server_is_back()
         server.start()
         assert await store.execute_sql("SELECT 1 AS one", {}) == [{"one": 1}]
         await store.close()
+
+
+def test_votes_stored_in_postgresql_reach_the_board_and_the_preference_export(url: str, tmp_path: Path) -> None:
+    """Compare's readers (the board, `export --votes`) read the same PostgreSQL history as the page."""
+    from backend.qa.compare.battles import battles_from_records, load_battle_records
+    from backend.qa.export import history_source
+    from backend.records import RECORD_KEY
+
+    history_pg.prepare(url)
+    battle = {"kind": "battle", "version": 1, "id": "b1", "question": "Q?", "contenders": {"A": "x", "B": "y"},
+              "answers": {"A": {"answer": "one", "stamp": {"request": {"messages": [{"role": "user", "content": "Q?"}]}}},
+                          "B": {"answer": "two", "stamp": {}}}, "vote": "a", "reasons": [], "comment": "", "user": "u"}
+    sql(url, "INSERT INTO threads (id, \"createdAt\", name) VALUES ('t1', '2026-12-07T00:00:00Z', 'chat')",
+        "INSERT INTO steps (id, name, type, \"threadId\", \"createdAt\", metadata, output) VALUES ('s1', 'm', "
+        f"'assistant_message', 't1', '2026-12-07T00:00:01Z', '{json.dumps({RECORD_KEY: battle})}', '')")
+    source = history_source(make_settings(tmp_path, database_url=url))
+    [stored] = load_battle_records(source)
+    assert [(b.a, b.b, b.winner) for b in battles_from_records([stored])] == [("x", "y", "a")]
+    env = {"RCHAT_DATABASE_URL": url, "RCHAT_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "backend", "export", "--votes"], env=env, cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    [line] = [json.loads(x) for x in done.stdout.splitlines()]
+    assert line["chosen"] == [{"role": "assistant", "content": "one"}] and line["chosen_model"] == "x"

@@ -14,6 +14,7 @@ from backend.errors import CompareInputError
 from backend.page.notices import notice
 from backend.qa.compare.battles import battles_from_records, load_battle_records
 from backend.qa.compare.board import Board, board_text, build_board
+from backend.qa.export import history_source
 from backend.settings import Settings
 
 COMMAND = "Leaderboard"
@@ -30,7 +31,7 @@ async def send_board(settings: Settings, *, history_off_reason: str) -> None:
         await notice(f"{history_off_reason} So there are no stored votes to rate.")
         return
     try:
-        battles = battles_from_records(await asyncio.to_thread(load_battle_records, settings.history_path))
+        battles = battles_from_records(await asyncio.to_thread(load_battle_records, history_source(settings)))
         board = await asyncio.to_thread(build_board, battles, rounds=ROUNDS, seed=0) if battles else None
     except CompareInputError as err:
         await notice(f"The leaderboard could not be built: {err}")

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from backend.errors import CompareInputError
-from backend.qa.history_db import connect_readonly
+from backend.qa.export import read_rows
+from backend.qa.history_pg import PgHistory
 from backend.records import RECORD_KEY
 
 OUTCOMES = ("a", "b", "tie", "both_bad")
@@ -100,15 +101,12 @@ def battles_from_records(records: list[dict[str, Any]]) -> list[Battle]:
     return battles
 
 
-def load_battle_records(path: Path) -> list[dict[str, Any]]:
-    """Every record of kind "battle" stored in the history database at `path`, oldest first (read-only)."""
-    db = connect_readonly(path)
-    try:
-        rows = db.execute("""SELECT s.metadata FROM steps s JOIN threads t ON t.id = s."threadId"
-                             WHERE s.metadata LIKE '%"battle"%' ORDER BY t."createdAt", s."createdAt" """)
-        found = [json.loads(row["metadata"] or "{}").get(RECORD_KEY) for row in rows]
-    finally:
-        db.close()
+def load_battle_records(source: Path | PgHistory) -> list[dict[str, Any]]:
+    """Every record of kind "battle" in the history (the SQLite file, or PostgreSQL: qa.export's
+    `history_source`), oldest first, read-only."""
+    rows = read_rows(source, """SELECT s.metadata FROM steps s JOIN threads t ON t.id = s."threadId"
+                                WHERE s.metadata LIKE '%"battle"%' ORDER BY t."createdAt", s."createdAt" """, {})
+    found = [json.loads(row["metadata"] or "{}").get(RECORD_KEY) for row in rows]
     return [record for record in found if isinstance(record, dict) and record.get("kind") == "battle"]
 
 

@@ -23,6 +23,7 @@ from backend.qa.compare.battles import (
 from backend.qa.compare.board import board_json, board_text, build_board
 from backend.qa.compare.runs import read_run
 from backend.qa.compare.runs_report import comparison_json, comparison_text
+from backend.qa.export import history_source
 from backend.settings import SettingsError, load_settings
 
 NO_BATTLES = "no battles stored yet"
@@ -67,8 +68,10 @@ def _fail(message: str, code: int) -> int:
 
 def _stored_battles() -> list[Battle]:
     """The voted battles in the history database the settings name ([] if it does not exist yet)."""
-    path = load_settings().history_path
-    return battles_from_records(load_battle_records(path)) if path.exists() else []
+    source = history_source(load_settings())
+    if isinstance(source, Path) and not source.exists():
+        return []
+    return battles_from_records(load_battle_records(source))
 
 
 def _heading(battles: list[Battle], args: argparse.Namespace) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 from backend.errors import HistoryUnavailable
 from backend.qa.compare.battles import TIES, load_battle_records
+from backend.qa.history_pg import PgHistory
 
 SIDES = {"a": ("A", "B"), "b": ("B", "A")}  # vote -> (chosen label, rejected label)
 CSV_COLUMNS = ("question", "contender A", "contender B", "vote", "winner", "reasons", "comment", "user",
@@ -143,7 +144,7 @@ def csv_text(battles: list[dict[str, Any]]) -> tuple[str, Tally]:
     return out.getvalue(), Tally(written=len(voted), not_voted=len(battles) - len(voted))
 
 
-def votes_command(path: Path, args: argparse.Namespace) -> int:
+def votes_command(path: Path | PgHistory, args: argparse.Namespace) -> int:
     """`export --votes` from backend/__main__.py: 2 for options that do not go with it."""
     clash = ("--format csv is for --votes" if not args.votes else "--votes writes jsonl or csv, not md"
              if args.format == "md" else "--human-verdicts and --disagreements are for answers, not --votes"
@@ -154,7 +155,7 @@ def votes_command(path: Path, args: argparse.Namespace) -> int:
     return export_votes(path, fmt=args.format, out=args.out, include_ties=args.include_ties, user=args.user)
 
 
-def export_votes(path: Path, *, fmt: str, out: str, include_ties: bool, user: str | None) -> int:
+def export_votes(path: Path | PgHistory, *, fmt: str, out: str, include_ties: bool, user: str | None) -> int:
     """The command: 0 written, 1 nothing to write or the history unreadable (said on stderr)."""
     try:
         battles = load_battle_records(path)
