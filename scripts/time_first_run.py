@@ -83,14 +83,16 @@ class Start:
             time.sleep(0.2)
         return self.marks[mark]
 
-    def first_answer(self, url: str) -> float:
-        """Ask through the page as soon as it serves; seconds from the command to the whole answer."""
+    def first_answer(self, url: str) -> dict[str, float]:
+        """Ask through the page as soon as it serves: seconds from the command to the answer's first
+        token on the page, and to its end (which depends on how long the answer is)."""
         self.wait_for("page")
         answer = asyncio.run(_ask(url))
-        took = round(time.monotonic() - self.started, 1)
-        if not [t for t in answer.texts.values() if t.strip() and not t.startswith(NOTICE_MARK)]:
+        whole = round(time.monotonic() - self.started, 1)
+        if not [t for t in answer.texts.values() if t.strip() and not t.startswith(NOTICE_MARK)] or not answer.token_times:
             raise RuntimeError(f"no answer: {answer.texts}")
-        return took
+        first = whole - (time.perf_counter() - answer.token_times[0])
+        return {"first_token": round(first, 1), "whole_answer": whole}
 
     def stop(self) -> None:
         try:
@@ -99,8 +101,8 @@ class Start:
         except (ProcessLookupError, subprocess.TimeoutExpired):
             stop_group(self.proc)
 
-    def result(self, answer_s: float) -> dict:
-        return {**self.marks, "first_answer": answer_s, "phases": self.phases, "load_after": os.getloadavg()[0]}
+    def result(self, answer: dict[str, float]) -> dict:
+        return {**self.marks, **answer, "phases": self.phases, "load_after": os.getloadavg()[0]}
 
 
 async def _ask(url: str):
@@ -112,9 +114,9 @@ def timed_start(app: Path, env: dict[str, str]) -> dict:
     load = os.getloadavg()[0]
     start = Start(app, env)
     try:
-        answer_s = start.first_answer(f"http://127.0.0.1:{env['RCHAT_UI_PORT']}")
+        answer = start.first_answer(f"http://127.0.0.1:{env['RCHAT_UI_PORT']}")
         start.wait_for("ready", timeout=60)
-        return {"load_before": load, **start.result(answer_s)}
+        return {"load_before": load, **start.result(answer)}
     except RuntimeError as err:
         return {"load_before": load, "error": str(err), **start.marks}
     finally:
@@ -143,14 +145,15 @@ def first_run(cache: Path | None, state: str, *, restart: bool, commit: str = ""
 
 
 def table(runs: list[dict]) -> str:
-    rows = ["| caches | start | set-up | page serving | vLLM healthy | first answer | load |", "|---|---|---|---|---|---|---|"]
+    rows = ["| caches | start | set-up | page serving | vLLM healthy | first answer: first token / end | load |",
+            "|---|---|---|---|---|---|---|"]
     for run in runs:
         for kind in ("first", "restart"):
             r = run.get(kind)
             if r:
+                answer = f"{r['first_token']} / {r['whole_answer']}" if "first_token" in r else r.get("error", "-")
                 rows.append(f"| {run['cache']} | {kind} | {r.get('setup', '-')} | {r.get('page', '-')} | "
-                            f"{r.get('vllm_healthy', '-')} | {r.get('first_answer', r.get('error', '-'))} | "
-                            f"{r['load_before']:.1f} |")
+                            f"{r.get('vllm_healthy', '-')} | {answer} | {r['load_before']:.1f} |")
     return "\n".join(rows)
 
 
@@ -160,6 +163,10 @@ def main() -> int:
     parser.add_argument("--no-restart", action="store_true")
     parser.add_argument("--commit", default="", help="time this commit instead of HEAD")
     args = parser.parse_args()
+    # Stopped early (Ctrl-C, or SIGTERM from a job runner; a background shell ignores SIGINT): the clone's
+    # start_service.sh runs in a session of its own, so only our `finally` can stop it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     states = args.caches.split(",")
     # From empty, all runs share new cache folders; without "empty", this machine's own caches serve.
     cache = Path(tempfile.mkdtemp(prefix="rchat-caches-")) if "empty" in states else None
