@@ -172,3 +172,23 @@ def test_votes_stored_in_postgresql_reach_the_board_and_the_preference_export(ur
     assert done.returncode == 0, done.stderr
     [line] = [json.loads(x) for x in done.stdout.splitlines()]
     assert line["chosen"] == [{"role": "assistant", "content": "one"}] and line["chosen_model"] == "x"
+
+
+def test_an_accuracy_run_stores_its_answers_in_postgresql(url: str, tmp_path: Path, fake_server_url: str) -> None:
+    """`qa run` writes its chat where the page does: PostgreSQL with RCHAT_DATABASE_URL (the fake server
+    answers; its keyed answer is scripted)."""
+    from backend.qa.export import load_records
+    from backend.qa.history_pg import PgHistory
+
+    key = json.loads((PROJECT_ROOT / "backend/answers/grading/questions.json").read_text())
+    key["questions"] = [q for q in key["questions"] if "9.11" in q["question"]][:1]
+    (tmp_path / "one.json").write_text(json.dumps(key))
+    env = {"RCHAT_DATABASE_URL": url, "RCHAT_BASE_URL": fake_server_url, "RCHAT_DATA_DIR": str(tmp_path),
+           "RCHAT_LOG_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "backend", "qa", "run", "--samples", "2", "--questions",
+                           str(tmp_path / "one.json"), "--results", str(tmp_path / "results")], env=env,
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = load_records(PgHistory(url))
+    assert len(records) == 2 and {r["verdict"]["outcome"] for r in records} == {"correct"}
+    assert not (tmp_path / "history.sqlite3").exists()  # nothing went to a local file instead

@@ -27,6 +27,7 @@ from backend.qa.accounts import LOCAL_USER
 from backend.qa.accuracy import QuestionAccuracy
 from backend.qa.accuracy_run import RunContext, Sample, ask_all
 from backend.qa.run_report import table, write_chart, write_json
+from backend.qa.export import history_source
 from backend.qa.run_store import RunStore
 from backend.settings import PROJECT_ROOT, Settings
 
@@ -121,7 +122,7 @@ async def _open_run(settings: Settings, options: RunOptions, questions: list[Que
     name = (f"Accuracy run {time.strftime('%Y-%m-%d %H:%M')} · {len(questions)} question(s) × "
             f"{options.samples} · {settings.resolved_served_name}")
     try:
-        store = RunStore(settings.history_path, user=options.user, name=name,
+        store = RunStore(history_source(settings), user=options.user, name=name,
                          metadata={"chat_settings": chat_settings(sampling), "client_type": "webapp",
                                    "rchat_run": {"samples": options.samples, "questions": len(questions)}})
     except HistoryUnavailable as err:
@@ -171,7 +172,7 @@ def _summarize(settings: Settings, options: RunOptions, ctx: RunContext, batches
                sampling: Sampling, started: str, seconds: float, stopped: bool,
                failure: ChatAppError | None) -> int:
     stored = sum(s.outcome != "not asked" for batch in batches for s in batch)
-    where = f"the chat \"{ctx.store.name}\" (user {options.user}) in {settings.history_path}"
+    where = f"the chat \"{ctx.store.name}\" (user {options.user}) in {history_source(settings)}"
     if stopped:
         print(f"\nStopped by Ctrl-C. The {stored} answer(s) given so far are stored in {where}; "
               "the summary below covers them.", flush=True)
@@ -192,7 +193,7 @@ def _summarize(settings: Settings, options: RunOptions, ctx: RunContext, batches
              settings.resolved_served_name, "server_url": settings.server_url, "vllm_version": ctx.vllm_version,
              "sampling": chat_settings(sampling), "samples": options.samples,
              "questions_file": str(options.questions_file or QUESTIONS_FILE), "thread_id": ctx.store.thread_id,
-             "thread_name": ctx.store.name, "user": options.user, "history_db": str(settings.history_path)}
+             "thread_name": ctx.store.name, "user": options.user, "history_db": str(history_source(settings))}
     write_json(stem.with_suffix(".json"), results, about)
     print(f"wrote {stem.with_suffix('.json')}")
     print(write_chart(stem.with_suffix(".png"), results, title=f"{ctx.store.name}\ntemperature "
