@@ -11,7 +11,7 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -216,7 +216,7 @@ class Settings(BaseSettings):
         return self.base_url or f"http://{self.vllm_host}:{self.vllm_port}"
 
 
-def load_settings(**overrides: object) -> Settings:
+def load_settings(**overrides: Any) -> Settings:  # Any: pydantic validates each value
     """Read and validate settings once; raise SettingsError with one readable line on a bad value."""
     try:
         return Settings(**overrides)

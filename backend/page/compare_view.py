@@ -50,7 +50,7 @@ class CompareView:
         # page process and removed by whichever stops first. The page loads the JSX by name anyway.
         self.element = cl.CustomElement(name="Battle", props=self.props(), display="inline",
                                         url="/public/elements/Battle.jsx")
-        message.elements = [self.element]
+        message.elements = [self.element]  # type: ignore[list-item]  # chainlit types it with an unbound TypeVar
 
     @classmethod
     def resumed(cls, message: cl.Message, record: dict[str, Any], element_id: str) -> CompareView:

@@ -68,14 +68,14 @@ def with_modes(sampling: Sampling, modes: dict[str, str] | None, settings: Setti
     modes = modes or {}
     if settings.kiosk:
         return sampling
-    updates: dict[str, object] = {}
+    thinking, budget, effort = sampling.thinking, sampling.thinking_budget, sampling.reasoning_effort
     if modes.get(THINKING) in ("on", "off"):
-        updates["thinking"] = modes[THINKING] == "on"
-    if (budget := modes.get(BUDGET)) is not None:
-        updates["thinking_budget"] = int(budget) if budget.isdigit() and int(budget) in BUDGETS else None
-    if (effort := modes.get(EFFORT)) is not None:
-        updates["reasoning_effort"] = effort if effort in EFFORTS else None
-    return replace(sampling, **updates)
+        thinking = modes[THINKING] == "on"
+    if (picked := modes.get(BUDGET)) is not None:
+        budget = int(picked) if picked.isdigit() and int(picked) in BUDGETS else None
+    if (picked := modes.get(EFFORT)) is not None:
+        effort = picked if picked in EFFORTS else None
+    return replace(sampling, thinking=thinking, thinking_budget=budget, reasoning_effort=effort)
 
 
 def compared_pair(message: cl.Message) -> str | None:

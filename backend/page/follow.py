@@ -15,6 +15,7 @@ from typing import Any
 
 import chainlit as cl
 from chainlit.data import get_data_layer
+from chainlit.step import StepDict
 
 from backend.page.live_answers import AFTER_RESUME, LiveAnswers, last_saved
 from backend.records import RECORD_KEY
@@ -47,7 +48,7 @@ async def follow(thread: dict[str, Any], *, answers: LiveAnswers, settings: Sett
         cl.user_session.set("following", asyncio.create_task(_follow_saves(step, settings)))
 
 
-def _in_progress(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _in_progress(steps: list[StepDict]) -> StepDict | None:
     for step in reversed(steps):
         record = (step.get("metadata") or {}).get(RECORD_KEY) or {}
         if record.get("kind") == "answer":
@@ -55,7 +56,7 @@ def _in_progress(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
-async def mark_interrupted(step: dict[str, Any]) -> None:
+async def mark_interrupted(step: StepDict) -> None:
     """The stored part stays, marked interrupted in its record and in words under it."""
     record = step["metadata"][RECORD_KEY]
     record["outcome"] = "interrupted"
@@ -65,7 +66,7 @@ async def mark_interrupted(step: dict[str, Any]) -> None:
     await cl.context.emitter.update_step(step)
 
 
-async def _follow_saves(step: dict[str, Any], settings: Settings) -> None:
+async def _follow_saves(step: StepDict, settings: Settings) -> None:
     """Another process streams it: show each save it makes until the answer ends or its saves stop."""
     emitter, store = cl.context.emitter, get_data_layer()
     if store is None:
@@ -79,7 +80,7 @@ async def _follow_saves(step: dict[str, Any], settings: Settings) -> None:
                                            {"id": step["id"]})
             if not rows:
                 return
-            step.update(output=rows[0]["output"], metadata=rows[0]["metadata"])
+            step["output"], step["metadata"] = rows[0]["output"], rows[0]["metadata"]
             await emitter.update_step(step)
             record = (step["metadata"] or {}).get(RECORD_KEY) or {}
             if record.get("outcome") != "in progress":

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from chainlit.emitter import BaseChainlitEmitter
+from chainlit.step import StepDict
 
 PUSH_EVERY = 0.25  # seconds between updates sent to watching tabs
 AFTER_RESUME = 0.3  # seconds: after Chainlit's own resume events have gone out
@@ -56,7 +57,7 @@ class LiveAnswer:
                 await watcher.emitter.task_end()
 
 
-async def _push(watcher: Watcher, steps: list[dict[str, Any]]) -> None:
+async def _push(watcher: Watcher, steps: list[StepDict]) -> None:
     for step in steps:
         try:
             if step["id"] in watcher.known:

@@ -40,7 +40,7 @@ def load_interval(base: float, streams: int | None = None) -> float:
 
 def _socket_id() -> str | None:
     try:
-        return cl.context.session.socket_id  # type: ignore[attr-defined]
+        return getattr(cl.context.session, "socket_id", None)  # a websocket session's; an HTTP one has none
     except Exception:  # noqa: BLE001 - no websocket session (a test's fake, a command line)
         return None
 

@@ -204,7 +204,7 @@ async def _tell_user_once(reason: str) -> None:
         return
     flags = getattr(session, "rchat_flags", None)
     if flags is None:
-        flags = session.rchat_flags = set()
+        flags = session.rchat_flags = set()  # type: ignore[union-attr]  # our flag, kept on Chainlit's session
     if "save failed" in flags:
         return
     flags.add("save failed")

@@ -22,6 +22,7 @@ from backend.engine.facts import engine_facts
 from backend.engine.metrics import read_metrics
 from backend.errors import ChatAppError
 from backend.qa.export import load_records
+from backend.qa.history_pg import PgHistory
 from backend.settings import Settings
 
 # Engine facts that change tokens, in the order reasons are given, with the words for them.
@@ -61,12 +62,12 @@ class Replay:
         return asdict(self)
 
 
-def find_record(history_path: Path, answer_id: str, *, thread_id: str | None = None) -> dict[str, Any]:
+def find_record(source: Path | PgHistory, answer_id: str, *, thread_id: str | None = None) -> dict[str, Any]:
     """The stored answer with this id (the answer message's id, `answer_id` in exports)."""
-    for record in load_records(history_path, thread_id=thread_id):
+    for record in load_records(source, thread_id=thread_id):
         if record["answer_id"] == answer_id:
             return record
-    raise NotReplayable(f"No stored answer with id {answer_id} in {history_path}. The ids are the "
+    raise NotReplayable(f"No stored answer with id {answer_id} in {source}. The ids are the "
                         "`answer_id` fields of `python -m backend export`.")
 
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from backend.qa.accounts import AccountsError, ensure_auth_secret, load_users
 from backend.qa.history_db import HistoryUnavailable, inspect, prepare
 from backend.settings import Settings
+
+if TYPE_CHECKING:  # imported when used: they bring Chainlit's data layer
+    from backend.qa.history_store import HistoryStore, PostgresHistoryStore
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +56,7 @@ def set_up(settings: Settings) -> QaSetup:
     users = load_users(settings)
     reason = history_problem(settings)
     _auth_secret(settings, shared=bool(settings.history_url) and not reason)
-    store = None
+    store: HistoryStore | PostgresHistoryStore | None = None
     if not reason and settings.history_url:
         from backend.qa.history_store import PostgresHistoryStore
 

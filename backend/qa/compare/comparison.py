@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +73,7 @@ def shuffled(pair: tuple[Contender, Contender], rng: random.Random | None = None
 
 
 async def run(comparison: Comparison, *, settings: Settings, sampling: Sampling,
-              client_for: Callable[[Settings], openai.AsyncOpenAI], observers: dict[str, AnswerObserver],
+              client_for: Callable[[Settings], openai.AsyncOpenAI], observers: Mapping[str, AnswerObserver],
               stop: Callable[[], bool], session_id: str | None = None) -> None:
     """Both answers at once into `comparison.results`; a stop or a cancel ends both, kept as stopped."""
     tasks = {label: asyncio.create_task(_answer(contender, settings=settings, sampling=sampling,

@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from backend.errors import CompareInputError
 from backend.qa.accuracy import wilson_interval
@@ -57,11 +57,15 @@ class Run:
         return sum(bool(q.majority_correct) for q in graded), len(graded)
 
 
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _tally(item: Any) -> Tally:
     if not isinstance(item, dict) or not isinstance(item.get("question_id"), str):
         raise CompareInputError("not a question's figures (no question_id)")
     correct, graded, majority = item.get("correct"), item.get("graded"), item.get("majority_correct")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (correct, graded)) or not 0 <= correct <= graded:
+    if not (_is_count(correct) and _is_count(graded) and 0 <= correct <= graded):
         raise CompareInputError(f"{item['question_id']}: correct and graded must be counts, correct <= graded")
     if not isinstance(majority, bool):
         raise CompareInputError(f"{item['question_id']}: majority_correct must be true or false")
@@ -143,6 +147,6 @@ def difference_interval(a: Tally, b: Tally) -> tuple[float, float] | None:
     if not a.graded or not b.graded:
         return None
     (low_a, high_a), (low_b, high_b) = a.interval, b.interval
-    pa, pb = a.accuracy, b.accuracy
+    pa, pb = a.correct / a.graded, b.correct / b.graded  # their accuracy: both have graded answers
     d = pb - pa
     return d - math.hypot(pb - low_b, high_a - pa), d + math.hypot(high_b - pb, pa - low_a)
