@@ -26,8 +26,8 @@ from backend.errors import BackendRejected, ChatAppError, HistoryUnavailable
 from backend.qa.accounts import LOCAL_USER
 from backend.qa.accuracy import QuestionAccuracy
 from backend.qa.accuracy_run import RunContext, Sample, ask_all
-from backend.qa.run_report import table, write_chart, write_json
 from backend.qa.export import history_source
+from backend.qa.run_report import table, write_chart, write_json
 from backend.qa.run_store import RunStore
 from backend.settings import PROJECT_ROOT, Settings
 
@@ -140,7 +140,8 @@ async def _run(settings: Settings, options: RunOptions) -> int:
         print(f"note: {q.id} is not in the answer key ({QUESTIONS_FILE.name}): it is asked but not graded",
               file=sys.stderr)
     ctx = await _open_run(settings, options, questions, sampling, progress_printer(len(questions) * options.samples))
-    started, clock, batches, stopped = now_iso(), time.monotonic(), [], False
+    started, clock, stopped = now_iso(), time.monotonic(), False
+    batches: list[list[Sample]] = []
     print(f"asking {len(questions)} question(s) × {options.samples} of {settings.resolved_served_name} at "
           f"{settings.server_url} (temperature {sampling.temperature:g}, top-p {sampling.top_p:g}, max tokens "
           f"{sampling.max_tokens}); answers go to the chat {ctx.store.thread_id} of user {options.user}", flush=True)
@@ -148,7 +149,9 @@ async def _run(settings: Settings, options: RunOptions) -> int:
     try:
         await ask_all(ctx, questions, options.samples, batches)
     except asyncio.CancelledError:  # Ctrl-C: asyncio cancels this task; what was stored stays
-        asyncio.current_task().uncancel()
+        task = asyncio.current_task()
+        assert task is not None  # asyncio.run runs this coroutine as a task
+        task.uncancel()
         stopped = True
     except ChatAppError as err:
         failure = err
