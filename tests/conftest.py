@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from backend.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server import processes, self_test
 from backend.server.processes import free_port, free_ports
-from backend.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT, Settings, load_settings
 

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from backend.answers.grading.answer_key import Grade, check, find_question, grade
-from backend.qa.export import to_jsonl, to_markdown
 from backend.answers.grading.final_answer import clean, find, last_boxed, sentences
 from backend.answers.grading.question_set import KINDS, load_questions, starters
+from backend.qa.export import to_jsonl, to_markdown
 
 BIGGER = "Which number is bigger, 9.11 or 9.8?"
 BALL = "A bat and a ball cost $1.10 in total. The bat costs $1.00 more than the ball. How much does the ball cost?"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import replace
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest

@@ -16,8 +16,8 @@ import pytest
 
 from backend.bench.chainlit_client import ChainlitSession
 from backend.qa.export import load_records
-from backend.settings import PROJECT_ROOT
 from backend.server.supervisor import VLLMServer
+from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
 from tests.ui_harness import chainlit_app
 

@@ -14,7 +14,9 @@ import json
 import httpx
 import openai
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from backend.chat.client import Delta, stream_chat
 from backend.errors import BackendBusy

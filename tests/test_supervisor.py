@@ -10,8 +10,8 @@ import httpx
 import psutil
 import pytest
 
-from backend.server import processes
 from backend.errors import ModelNotUsable, PortBusy, ServerExited
+from backend.server import processes
 from backend.server.supervisor import VLLMServer
 from backend.server.vllm_command import LaunchSpec
 from tests.conftest import CLEAR_QUESTION, make_settings
