@@ -186,7 +186,8 @@ class Supervised:
                            f"(crash {decision.crashes}; {self.policy.describe_limit()})")
             self._set(State.BACKOFF)
             return
-        self.reason = (f"{self.name} crashed {decision.crashes} times in {self.policy.window:.0f} s "
+        times = "once" if decision.crashes == 1 else f"{decision.crashes} times"
+        self.reason = (f"{self.name} crashed {times} in {self.policy.window:.0f} s "
                        f"(last: {reason}); giving up. Check {self.child.log_path}, then restart with "
                        "./start_service.sh.")
         self.hooks.say(f"error: {self.reason}\nThe end of its log:\n{tail}")
