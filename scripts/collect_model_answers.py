@@ -86,7 +86,10 @@ def main() -> int:
         settings = load_settings(_env_file=None, vllm_port=free_port(), ui_port=free_port(),
                                  log_dir=args.out.parent)
         with VLLMServer(settings) as server:
-            done = asyncio.run(collect(server.async_client(), settings.resolved_served_name, args))
+            from openai import AsyncOpenAI
+
+            client = AsyncOpenAI(base_url=server.url_for("v1"), api_key=server.api_key, max_retries=0, timeout=3600)
+            done = asyncio.run(collect(client, settings.resolved_served_name, args))
     print(f"{done} answers appended to {args.out}")
     return 0
 

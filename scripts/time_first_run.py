@@ -37,9 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from backend.bench.chainlit_client import ChainlitSession
-from backend.errors import NOTICE_MARK
-from backend.server.processes import free_port, stop_group
+from backend.bench.chainlit_client import ChainlitSession  # noqa: E402 - importable once ROOT is on the path
+from backend.errors import NOTICE_MARK  # noqa: E402
+from backend.server.processes import free_port, stop_group  # noqa: E402
 
 QUESTION = "What is the capital of France?"
 MARKS = {"setup": re.compile(r"\[setup\] set-up done"), "page": re.compile(r"chat page up at|chat ready at"),

@@ -8,6 +8,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from backend.chat.client import make_client
 from backend.chat.engine_metrics import NO_METRICS_RETRY, MetricsPoller, TokenRate
 from backend.engine.metrics import parse_metrics
 from backend.page.booth import dress_page, script_attributes, shows_settings_panel, uses_password_login
@@ -82,7 +83,7 @@ async def test_the_real_server_gives_a_snapshot_that_counts_an_answer(vllm_serve
         if before is not None:
             break
     assert before is not None and wait == poller.every and before.model == "smollm2-135m-instruct"
-    async with vllm_server.async_client() as client:
+    async with make_client(vllm_server.settings, api_key=vllm_server.api_key) as client:
         await client.chat.completions.create(model="smollm2-135m-instruct", max_tokens=16, temperature=0,
                                              messages=[{"role": "user", "content": "Count to ten."}])
     after, _ = await poller.read()

@@ -13,7 +13,7 @@ def run(chunks: list[str], *, starts_in_reasoning: bool = False) -> tuple[str, s
     segments = [seg for chunk in chunks for seg in parser.feed(chunk)] + parser.finish()
     reasoning = "".join(s.text for s in segments if s.kind == "reasoning")
     answer = "".join(s.text for s in segments if s.kind == "answer")
-    return reasoning, answer, parser.reasoning_unclosed
+    return reasoning, answer, parser.in_reasoning  # still inside the reasoning when the stream ended
 
 
 def splits(text: str, cuts: list[int]) -> list[str]:

@@ -90,7 +90,7 @@ async def test_however_the_bytes_are_cut_into_reads_the_text_is_the_same(tmp_pat
     events = [sse(content(p), done=False) for p in pieces] + [sse(FINISH)]
     body = b"".join(events)
     bounds = sorted({c % len(body) for c in cuts} - {0})
-    arbitrary = [body[a:b] for a, b in zip([0, *bounds], [*bounds, len(body)])]
+    arbitrary = [body[a:b] for a, b in zip([0, *bounds], [*bounds, len(body)], strict=True)]
     texts = []
     for reads in ([body], events, arbitrary):
         deltas = await deltas_of(tmp, *reads)

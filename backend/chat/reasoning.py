@@ -92,8 +92,3 @@ class ThinkTagParser:
         self._emit(out, self._buffer)
         self._buffer = ""
         return out
-
-    @property
-    def reasoning_unclosed(self) -> bool:
-        """True when the stream ended inside the reasoning (cut off by the token limit, say)."""
-        return self.in_reasoning

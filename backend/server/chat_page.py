@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from backend.errors import ChatAppError, PortBusy
-from backend.server import processes
 from backend.readiness import Awaited, Outcome, Verdict, process_gone
+from backend.server import processes
 from backend.server.supervisor import read_tail
 from backend.settings import PROJECT_ROOT
 

@@ -29,16 +29,17 @@ import httpx
 
 from backend.errors import ChatAppError
 from backend.model_info import model_files_hash
-from backend.server import self_test
 from backend.qa.setup import preflight
+from backend.server import self_test
+from backend.server.engine_facts import launch_facts
 from backend.server.page_pool import PagePool, plan
 from backend.server.restart_policy import RestartPolicy
-from backend.server_status import BackendStatus, key_file, remove_key, write_key, write_status
 from backend.server.supervision import Hooks, State, Supervised
 from backend.server.supervisor import STOP_GRACE, Progress, VLLMServer
 from backend.server.vllm_command import LaunchSpec
+from backend.server_status import BackendStatus, key_file, remove_key, write_key, write_status
+from backend.server_status import State as PublishedState
 from backend.settings import PROJECT_ROOT, Settings
-from backend.server.engine_facts import launch_facts
 
 TICK = 0.5  # seconds between looks at the children; also the longest a stop request waits
 
@@ -92,7 +93,7 @@ class Launcher:
             self.stop_signal = signum
 
     # --- status published for the UI ---
-    def _publish(self, state: str, phase: str = "", message: str = "") -> None:
+    def _publish(self, state: PublishedState, phase: str = "", message: str = "") -> None:
         now = time.time()
         since = self.state.since if state == self.state.state else now
         if phase != self.state.phase or state != self.state.state:
@@ -183,6 +184,8 @@ class Launcher:
                                 cwd=PROJECT_ROOT, start_new_session=True, text=True)
 
     def _tell_watchdog(self, line: str) -> None:
+        if self.watchdog.stdin is None:
+            return
         try:
             self.watchdog.stdin.write(line + "\n")
             self.watchdog.stdin.flush()
@@ -241,14 +244,14 @@ class Launcher:
         with httpx.Client() as http:
             while self.stop_signal is None:
                 self.vllm.tick(http)
-                if self.vllm.state is State.FAILED:
+                if self.vllm.state is State.FAILED and self.vllm.error is not None:
                     raise self.vllm.error
                 if self.model_hash is not None and self.model_hash.done():
                     self._refresh_engine()
                     self._publish(self.state.state, self.state.phase, self.state.message)
                 self.pages.tick(http)
-                if self.pages.error() is not None:
-                    raise self.pages.error()
+                if (failed := self.pages.error()) is not None:
+                    raise failed
                 if (gone := self.pages.gave_up()) is not None:
                     say(f"{gone.name} cannot be kept up; stopping vLLM")
                     return 1

@@ -11,9 +11,11 @@ through the same hooks as vLLM's. HAProxy starts once every page first answered,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 import httpx
 
@@ -71,6 +73,10 @@ def plan(settings: Settings, device: str, haproxy: str | None = None) -> Plan:
     return Plan(internal_ports(wanted, {settings.ui_port, settings.vllm_port}), haproxy)
 
 
+class ListensOnPort(Protocol):
+    def check_port(self) -> None: ...  # ServerStartError if its port is taken
+
+
 class PagePool:
     """The page processes (and HAProxy in front of several), ticked by the launcher's loop."""
 
@@ -119,7 +125,7 @@ class PagePool:
 
     def check_ports(self) -> None:
         for sup in self.children:
-            sup.child.check_port()
+            cast(ListensOnPort, sup.child).check_port()  # the pages and HAProxy: each has its port
 
     @property
     def started(self) -> bool:
@@ -152,9 +158,7 @@ class PagePool:
             self.balancer.stop(grace=grace)
         for page in self.pages:
             if page.child.proc is not None:
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(page.child.proc.pid, signal.SIGTERM)
-                except (ProcessLookupError, PermissionError):
-                    pass
         for page in self.pages:
             page.stop(grace=grace)

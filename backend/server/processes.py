@@ -8,7 +8,7 @@ import signal
 import socket
 import subprocess
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 
 import psutil
@@ -44,10 +44,8 @@ def group_members(pgid: int) -> list[psutil.Process]:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def stop_group(proc: subprocess.Popen, *, grace: float = 15.0) -> int | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from tenacity import RetryCallState, stop_after_attempt, wait_exponential
+from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponential
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
@@ -39,21 +39,18 @@ class RestartPolicy:
         if self.stop is None:
             self.stop = stop_after_attempt(self.max_restarts + 1)
 
-    def crashes_in_window(self, now: float) -> int:
-        return sum(1 for t in self.crash_times if now - t < self.window)
-
     def record_crash(self, now: float | None = None) -> Decision:
         """Count one crash and say whether to restart, and after how long."""
         now = time.monotonic() if now is None else now
         self.crash_times = [t for t in self.crash_times if now - t < self.window] + [now]
         state = self._retry_state(len(self.crash_times), now)
-        if self.stop(state):
+        if (self.stop or stop_after_attempt(self.max_restarts + 1))(state):
             return Decision(restart=False, delay=0.0, crashes=len(self.crash_times))
         return Decision(restart=True, delay=float(self.wait(state)), crashes=len(self.crash_times))
 
     def _retry_state(self, crashes: int, now: float) -> RetryCallState:
         """tenacity's policies read the attempt number and the time since the first attempt."""
-        state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
+        state = RetryCallState(retry_object=Retrying(), fn=None, args=(), kwargs={})
         state.attempt_number = crashes
         state.start_time = self.crash_times[0]
         state.outcome_timestamp = now

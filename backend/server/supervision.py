@@ -151,6 +151,7 @@ class Supervised:
             self._set(State.FAILED)
 
     def _checked(self) -> None:
+        assert self._check is not None  # called once the check it started is done
         try:
             relaunch_because = self._check.result()
         except Exception as err:  # noqa: BLE001 - a broken check must not take the server down

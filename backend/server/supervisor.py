@@ -1,7 +1,7 @@
 """The vLLM process supervisor: start, wait for /health, report progress, stop leaving nothing behind.
 
     with VLLMServer(settings) as server:      # returns only once /health answers
-        client = server.async_client()
+        ...                                    # server.url_for("v1"), server.api_key
 
 Any exit before /health answers (code 0 included) raises at once with the log tail. In external mode
 (`RCHAT_BASE_URL` set) nothing is launched: the same object waits on that server's /health.
@@ -24,8 +24,6 @@ from backend.errors import (
     ServerStartError,
     StartupTimeout,
 )
-from backend.server import compile_cache, processes
-from backend.server.cpu_compile import INDUCTOR_ENV
 from backend.readiness import (
     Awaited,
     Outcome,
@@ -34,6 +32,8 @@ from backend.readiness import (
     process_gone,
     wait_ready,
 )
+from backend.server import compile_cache, processes
+from backend.server.cpu_compile import INDUCTOR_ENV
 from backend.server.vllm_command import LaunchSpec, build_launch, model_problem, server_environ
 from backend.settings import Settings, new_api_key
 
@@ -205,8 +205,3 @@ class VLLMServer:
         self.phase = "stopped"
         return processes.stop_group(proc, grace=grace)
 
-    # --- clients, configured with our key and no retries of their own (tenacity retries) ---
-    def async_client(self):  # -> openai.AsyncOpenAI, imported lazily: only the UI venv has openai
-        from openai import AsyncOpenAI
-
-        return AsyncOpenAI(base_url=self.url_for("v1"), api_key=self.api_key, max_retries=0)

@@ -8,6 +8,7 @@ own session so a Ctrl-C meant for the launcher does not reach it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -28,18 +29,14 @@ def _group_alive(pgid: int) -> bool:
 
 def _kill_groups(pgids: set[int]) -> None:
     for pgid in pgids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
     deadline = time.monotonic() + GRACE
     while time.monotonic() < deadline and any(_group_alive(p) for p in pgids):
         time.sleep(0.2)
     for pgid in pgids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def main() -> None:

@@ -8,13 +8,12 @@ request). This is the request oneDNN and torch make: arch_prctl(ARCH_REQ_XCOMP_P
 Python runs this file at start-up because it is named sitecustomize; it must never stop the server.
 """
 
+import contextlib
 import ctypes
 
 SYS_ARCH_PRCTL = 158  # x86-64
 ARCH_REQ_XCOMP_PERM = 0x1023
 XFEATURE_XTILEDATA = 18
 
-try:
+with contextlib.suppress(OSError, AttributeError):  # not Linux x86-64: nothing to ask for
     ctypes.CDLL(None, use_errno=True).syscall(SYS_ARCH_PRCTL, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
-except (OSError, AttributeError):  # not Linux x86-64: nothing to ask for
-    pass
