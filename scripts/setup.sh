@@ -90,12 +90,14 @@ if (( workers > 1 )) && ! command -v haproxy >/dev/null && [[ ! -x /usr/sbin/hap
     fi
 fi
 
-# The tests' own programs, from Debian: chromium for the browser tests (about 50 s), and postgresql for
-# the history tests on PostgreSQL, which start and stop a throwaway server of their own (initdb, pg_ctl).
+# The tests' own programs, from Debian: chromium for the browser tests (about 50 s), postgresql for
+# the history tests on PostgreSQL, which start and stop a throwaway server of their own (initdb, pg_ctl),
+# and haproxy for the tests of several page processes.
 if (( dev )); then
     apt_missing=()
     [[ -x /usr/bin/chromium ]] || apt_missing+=(chromium)
     compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || apt_missing+=(postgresql)
+    command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]] || apt_missing+=(haproxy)  # the page-pool tests
     if (( ${#apt_missing[@]} )); then
         say "installing Debian's ${apt_missing[*]} for the tests (about a minute)"
         sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo
