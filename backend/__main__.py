@@ -37,9 +37,9 @@ import httpx
 import psutil
 from pydantic import SecretStr
 
+from backend.engine.vllm_command import build_launch
 from backend.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server.pidfile import our_process, write_pidfile
-from backend.server.vllm_command import build_launch
 from backend.server_status import commands_api_key, read_status
 from backend.settings import PROJECT_ROOT, Settings, SettingsError, load_settings
 
@@ -280,9 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "qa":
         return cmd_qa(settings, args)
     if args.command in ("run", "serve"):
+        from backend.qa.setup import preflight
         from backend.server.launcher import run
 
-        return run(settings, with_ui=args.command == "run")
+        return run(settings, with_ui=args.command == "run", preflight=preflight)
     return {"check": cmd_check, "start": cmd_start, "stop": cmd_stop, "status": cmd_status}[args.command](settings)
 
 

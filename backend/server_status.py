@@ -24,7 +24,7 @@ class BackendStatus:
     message: str = ""
     since: float = 0.0  # epoch seconds of the last change of state
     pid: int = 0  # the launcher's pid
-    engine: dict[str, Any] = field(default_factory=dict)  # what was launched: backend/server/engine_facts.py
+    engine: dict[str, Any] = field(default_factory=dict)  # what was launched: backend/engine/launch_facts.py
     warning: str = ""  # e.g. the start-up self-test fell back to float32: the page shows it while ready
     phase_since: float = 0.0  # epoch seconds the phase began (0: unknown, `since` stands for it)
 

@@ -10,7 +10,7 @@ import collections
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ROLES = ("server", "chat", "page", "qa", "bench")
+ROLES = ("server", "engine", "chat", "answers", "page", "qa", "bench")
 ENTRY = {"app": "app.py", "backend.__main__": "CLI"}
 
 

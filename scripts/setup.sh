@@ -61,7 +61,7 @@ fi
 
 .venv/bin/python -m backend.server.install
 
-# tcmalloc, preloaded into vLLM on CPU hosts (backend/server/cpu_host.py): faster allocation, as vLLM's
+# tcmalloc, preloaded into vLLM on CPU hosts (backend/engine/cpu_host.py): faster allocation, as vLLM's
 # CPU guide asks. Optional: without it vLLM runs, a little slower, so a failure here only warns.
 tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
 if [[ "$(uname -m)" == x86_64 && ! -e $tcmalloc ]] && ! command -v nvidia-smi >/dev/null; then
@@ -77,7 +77,7 @@ fi
 
 # HAProxy, in front of several chat page processes (RCHAT_PAGE_WORKERS > 1, the default on a GPU host:
 # backend/server/page_pool.py). Optional: without it the launcher runs one page process and says so.
-workers=$(.venv/bin/python -c 'from backend.server import page_pool as p, vllm_command as v
+workers=$(.venv/bin/python -c 'from backend.server import page_pool as p; from backend.engine import vllm_command as v
 from backend.settings import load_settings as l; s = l(); print(p.page_workers(s, v.resolve_device(s)))' || echo 1)
 if (( workers > 1 )) && ! command -v haproxy >/dev/null && [[ ! -x /usr/sbin/haproxy ]]; then
     sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo -n"

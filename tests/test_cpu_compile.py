@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from backend.server import compile_cache, cpu_compile, vllm_command
+from backend.engine import cpu_compile, vllm_command
+from backend.engine.vllm_command import build_launch
+from backend.server import compile_cache
 from backend.server.processes import free_port
 from backend.server.supervisor import phase_of
-from backend.server.vllm_command import build_launch
 from tests.conftest import make_settings
 
 

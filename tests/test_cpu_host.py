@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from backend.server import cpu_host, self_test
-from backend.server.supervisor import VLLMServer
-from backend.server.vllm_command import (
+from backend.engine import cpu_host
+from backend.engine.vllm_command import (
     build_argv,
     build_env,
     build_launch,
     dtype_reason,
 )
+from backend.server import self_test
+from backend.server.supervisor import VLLMServer
 from tests.conftest import make_settings
 
 RECORDED = Path(__file__).parent / "cpuinfo"

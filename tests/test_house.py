@@ -1,7 +1,7 @@
 """The house rules, checked on the source: imports go one way, modules and functions stay small.
 
-Folders are roles (docs/architecture.md): page -> qa -> chat -> shared modules; the server side never
-imports the page; chat imports neither qa nor server; nothing imports the tests. The size rules hold
+Folders are roles (docs/architecture.md): page -> qa -> answers -> chat -> engine -> shared modules, and
+server -> engine; server and qa never import each other; nothing imports the tests. The size rules hold
 for the product; the benchmark harness (backend/bench) is exempt.
 """
 
@@ -17,11 +17,14 @@ from backend.settings import PROJECT_ROOT
 SOURCES = sorted([*PROJECT_ROOT.glob("backend/**/*.py"), PROJECT_ROOT / "app.py"])
 # What each role may not import (a prefix of the imported module's name).
 FORBIDDEN = {
-    "backend.server": ("backend.page", "backend.chat", "backend.bench"),
-    "backend.chat": ("backend.page", "backend.qa", "backend.server", "backend.bench"),
-    # qa asks the model too (accuracy runs, replays) through chat, and stamps what server launched;
-    # chat and server never import qa's runs, so the arrows still point one way.
-    "backend.qa": ("backend.page", "backend.bench"),
+    # Imports go one way: page -> qa -> answers -> chat -> engine -> shared; server -> engine -> shared.
+    # server and qa never import each other (the CLI, an entry point, hands the launcher its preflight).
+    "backend.engine": ("backend.page", "backend.qa", "backend.answers", "backend.chat", "backend.server",
+                       "backend.bench"),
+    "backend.server": ("backend.page", "backend.chat", "backend.qa", "backend.answers", "backend.bench"),
+    "backend.chat": ("backend.page", "backend.qa", "backend.answers", "backend.server", "backend.bench"),
+    "backend.answers": ("backend.page", "backend.qa", "backend.server", "backend.bench"),
+    "backend.qa": ("backend.page", "backend.server", "backend.bench"),
     "backend.page": ("backend.server", "backend.bench"),
 }
 SHARED = ("backend.settings", "backend.errors", "backend.records", "backend.model_info", "backend.server_status",

@@ -28,14 +28,14 @@ from backend.chat.sampling import (
     seed_source,
 )
 from backend.engine.facts import _published, engine_facts
+from backend.engine.launch_facts import launch_facts
+from backend.engine.vllm_command import build_launch
 from backend.model_info import model_files_hash
 from backend.page.settings_panel import settings_widgets
 from backend.qa.export import load_records
 from backend.qa.replay import NotReplayable, engine_differences, replay, replay_request
 from backend.qa.replay_report import word_diff
 from backend.server import processes
-from backend.server.engine_facts import launch_facts
-from backend.server.vllm_command import build_launch
 from backend.server_status import BackendStatus, read_status, write_status
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_ports, make_settings

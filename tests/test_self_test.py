@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from backend.server import cpu_host, self_test
-from backend.server.cpu_host import HostChoice
+from backend.engine import cpu_host
+from backend.engine.cpu_host import HostChoice
+from backend.engine.vllm_command import LaunchSpec, build_argv, build_env
+from backend.server import self_test
 from backend.server.supervisor import VLLMServer
-from backend.server.vllm_command import LaunchSpec, build_argv, build_env
 from backend.settings import PROJECT_ROOT, Settings
 from tests.conftest import make_settings
 

@@ -16,11 +16,11 @@ import psutil
 import pytest
 
 from backend.bench.chainlit_client import ChainlitSession
+from backend.engine.cpu_compile import inductor_dir
 from backend.errors import NOTICE_MARK
 from backend.qa.export import load_records
 from backend.qa.history_db import prepare
 from backend.server import compile_cache, processes
-from backend.server.cpu_compile import inductor_dir
 from backend.server_status import read_status
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_ports

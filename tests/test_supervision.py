@@ -24,13 +24,13 @@ import pytest
 
 from backend.__main__ import cmd_stop
 from backend.chat.health import describe_down, wait_until_healthy
+from backend.engine.vllm_command import LaunchSpec
 from backend.readiness import Awaited, Verdict, process_gone, wait_ready
 from backend.server import processes
 from backend.server.launcher import Launcher
 from backend.server.pidfile import our_process, write_pidfile
 from backend.server.restart_policy import RestartPolicy
 from backend.server.supervision import State
-from backend.server.vllm_command import LaunchSpec
 from backend.server_status import BackendStatus, read_status, write_status
 from tests.conftest import make_settings
 

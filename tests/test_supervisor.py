@@ -10,10 +10,10 @@ import httpx
 import psutil
 import pytest
 
+from backend.engine.vllm_command import LaunchSpec
 from backend.errors import ModelNotUsable, PortBusy, ServerExited
 from backend.server import processes
 from backend.server.supervisor import VLLMServer
-from backend.server.vllm_command import LaunchSpec
 from tests.conftest import CLEAR_QUESTION, make_settings
 
 pytestmark = pytest.mark.server

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.server.vllm_command import build_argv, build_env, build_launch, server_environ
+from backend.engine.vllm_command import build_argv, build_env, build_launch, server_environ
 from tests.conftest import make_settings
 
 

@@ -24,9 +24,9 @@ from backend.bench import report
 from backend.bench.direct import run_direct
 from backend.bench.fast_server import fast_server
 from backend.bench.stats import StreamRecord, summarize
+from backend.engine.vllm_command import build_launch, vllm_python
 from backend.server.processes import free_port, free_ports
 from backend.server.supervisor import VLLMServer
-from backend.server.vllm_command import build_launch, vllm_python
 from backend.settings import PROJECT_ROOT, load_settings
 
 PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."

@@ -26,16 +26,17 @@ from pathlib import Path
 from backend.bench.__main__ import PROMPT, _levels, baseline
 from backend.bench.direct import run_direct
 from backend.bench.stats import summarize
-from backend.server import cpu_host, self_test
-from backend.server.processes import free_ports
-from backend.server.supervisor import VLLMServer
-from backend.server.vllm_command import (
+from backend.engine import cpu_host
+from backend.engine.vllm_command import (
     LaunchSpec,
     build_argv,
     build_env,
     build_launch,
     vllm_python,
 )
+from backend.server import self_test
+from backend.server.processes import free_ports
+from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT, Settings, load_settings
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 
 from backend.bench.cpu_variants import say, variants
-from backend.server import cpu_host
+from backend.engine import cpu_host
 from backend.server.processes import free_ports
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT, Settings, load_settings

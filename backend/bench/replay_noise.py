@@ -25,10 +25,10 @@ from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
-from backend.server.engine_facts import cpu_facts
+from backend.engine.launch_facts import cpu_facts
+from backend.engine.vllm_command import resolve_device
 from backend.server.processes import free_ports
 from backend.server.supervisor import VLLMServer
-from backend.server.vllm_command import resolve_device
 from backend.settings import PROJECT_ROOT, load_settings
 
 PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."

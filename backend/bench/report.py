@@ -7,7 +7,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from backend.server.vllm_command import effective_dtype, read_host_choice, resolve_device
+from backend.engine.vllm_command import effective_dtype, read_host_choice, resolve_device
 from backend.settings import SettingsError, load_settings
 
 

@@ -1,6 +1,6 @@
 """The engine part of a stamp: what is serving the model right now, as far as we can know it.
 
-Managed mode: the facts the launcher published when it started vLLM (backend/server/engine_facts.py).
+Managed mode: the facts the launcher published when it started vLLM (backend/engine/launch_facts.py).
 Without a running launcher (vLLM started by `python -m backend start` under other settings, or by a
 test), the same facts derived from this app's settings, marked `source: "settings"`. External mode:
 only what the server reports at /version and /v1/models; everything else is listed under `unknown`.
@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from backend.server.engine_facts import launch_facts
-from backend.server.vllm_command import build_launch
+from backend.engine.launch_facts import launch_facts
+from backend.engine.vllm_command import build_launch
 from backend.server_status import read_status
 from backend.settings import Settings
 

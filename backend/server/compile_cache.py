@@ -24,8 +24,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from backend.server.cpu_compile import INDUCTOR_ENV
-from backend.server.engine_facts import SECRET_ENV, cpu_facts, token_flags
+from backend.engine.cpu_compile import INDUCTOR_ENV
+from backend.engine.launch_facts import SECRET_ENV, cpu_facts, token_flags
 from backend.settings import PROJECT_ROOT
 
 MARKS = "rchat-compiled.json"  # in the inductor folder: it goes when the compiled kernels go

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from backend.engine.vllm_command import DEFAULT_VLLM_PYTHON, resolve_device, vllm_python
 from backend.server.embedded_model import (
     DEFAULT_TARGET,
     GGUF_DIR,
@@ -25,7 +26,6 @@ from backend.server.embedded_model import (
     prepare,
     user_cache,
 )
-from backend.server.vllm_command import DEFAULT_VLLM_PYTHON, resolve_device, vllm_python
 from backend.settings import PROJECT_ROOT, SettingsError, load_settings
 
 VENV = PROJECT_ROOT / ".venv-vllm"

@@ -27,16 +27,15 @@ from collections.abc import Callable
 
 import httpx
 
+from backend.engine.launch_facts import launch_facts
+from backend.engine.vllm_command import LaunchSpec
 from backend.errors import ChatAppError
 from backend.model_info import model_files_hash
-from backend.qa.setup import preflight
 from backend.server import self_test
-from backend.server.engine_facts import launch_facts
 from backend.server.page_pool import PagePool, plan
 from backend.server.restart_policy import RestartPolicy
 from backend.server.supervision import Hooks, State, Supervised
 from backend.server.supervisor import STOP_GRACE, Progress, VLLMServer
-from backend.server.vllm_command import LaunchSpec
 from backend.server_status import BackendStatus, key_file, remove_key, write_key, write_status
 from backend.server_status import State as PublishedState
 from backend.settings import PROJECT_ROOT, Settings
@@ -44,6 +43,8 @@ from backend.settings import PROJECT_ROOT, Settings
 TICK = 0.5  # seconds between looks at the children; also the longest a stop request waits
 
 AfterHealthy = Callable[[VLLMServer], str | None]
+Preflight = Callable[[Settings], list[str]]
+"""What to check before starting (the CLI passes the history's check): lines to print, "error..." stops."""
 """Run each time vLLM answers /health (see supervision.py): None keeps it; a reason starts it again."""
 
 
@@ -68,6 +69,7 @@ class Launcher:
     def __init__(self, settings: Settings, *, with_ui: bool = True, launch: LaunchSpec | None = None,
                  page_argv: list[str] | None = None, after_healthy: AfterHealthy | None = None) -> None:
         self.settings, self.with_ui = settings, with_ui
+        self.preflight: Preflight = lambda _settings: []  # run() sets the CLI's (the history's check)
         self.started = time.monotonic()
         self.stop_signal: int | None = None
         self.state = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
@@ -218,7 +220,7 @@ class Launcher:
 
     def _preflight(self) -> bool:
         """Users file and history database, before minutes of starting vLLM. False: do not start."""
-        problems = preflight(self.settings)
+        problems = self.preflight(self.settings)
         for problem in problems:
             say(problem)
         return not any(p.startswith("error") for p in problems)
@@ -277,9 +279,11 @@ class Launcher:
         say("all stopped")
 
 
-def run(settings: Settings, *, with_ui: bool = True, after_healthy: AfterHealthy | None = None) -> int:
+def run(settings: Settings, *, with_ui: bool = True, after_healthy: AfterHealthy | None = None,
+        preflight: Preflight = lambda _settings: []) -> int:
     """Entry point: install signal handlers (only here) and run the launcher."""
     launcher = Launcher(settings, with_ui=with_ui, after_healthy=after_healthy)
+    launcher.preflight = preflight
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: launcher.request_stop(signum))
     return launcher.run()

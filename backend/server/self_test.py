@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import httpx
 
-from backend.server import cpu_host
+from backend.engine import cpu_host
+from backend.engine.vllm_command import build_launch
 from backend.server.supervisor import VLLMServer
-from backend.server.vllm_command import build_launch
 
 # Two questions of 44 and 51 tokens (with the chat template), both answered "The capital of France is
 # Paris." in float32 and in every bf16 setup measured (backend/bench/kernel_check.py), each answer

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from backend.engine.cpu_compile import INDUCTOR_ENV
+from backend.engine.vllm_command import LaunchSpec, build_launch, model_problem, server_environ
 from backend.errors import (
     ModelNotUsable,
     PortBusy,
@@ -33,8 +35,6 @@ from backend.readiness import (
     wait_ready,
 )
 from backend.server import compile_cache, processes
-from backend.server.cpu_compile import INDUCTOR_ENV
-from backend.server.vllm_command import LaunchSpec, build_launch, model_problem, server_environ
 from backend.settings import Settings, new_api_key
 
 STOP_GRACE = 15.0

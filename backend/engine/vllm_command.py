@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.server import cpu_compile, cpu_host
-from backend.server.cpu_host import HostChoice
+from backend.engine import cpu_compile, cpu_host
+from backend.engine.cpu_host import HostChoice
 from backend.settings import PROJECT_ROOT, Settings
 
 DEFAULT_VLLM_PYTHON = PROJECT_ROOT / ".venv-vllm" / "bin" / "python"

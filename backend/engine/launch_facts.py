@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from backend.engine.vllm_command import LaunchSpec
 from backend.model_info import model_files_hash
-from backend.server.vllm_command import LaunchSpec
 
 # argv parts that say where the server listens or what it is called, not how it computes.
 NOT_TOKEN_FLAGS = ("--host", "--port", "--served-model-name", "--model")
@@ -86,7 +86,8 @@ def model_config_dtype(model_path: str) -> str | None:
         data = json.loads((Path(model_path) / "config.json").read_text())
     except (OSError, ValueError):
         return None
-    return data.get("torch_dtype") or data.get("dtype")
+    dtype = data.get("torch_dtype") or data.get("dtype")
+    return str(dtype) if dtype else None
 
 
 def launch_facts(spec: LaunchSpec, *, model_path: str, with_hash: bool = True) -> dict[str, Any]:
