@@ -17,7 +17,7 @@ import os
 import re
 import secrets
 from collections.abc import Callable
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 from argon2 import PasswordHasher
@@ -30,8 +30,13 @@ LOCAL_USER = "local"
 USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 WRONG_PASSWORD_DELAY = 1.0  # seconds: slows password guessing, unnoticeable to a person
 _hasher = PasswordHasher()
-# A real hash to check unknown names against, so a wrong name costs as long as a wrong password.
-_DUMMY_HASH = _hasher.hash(secrets.token_hex(8))
+
+
+@cache
+def _dummy_hash() -> str:
+    """A real hash to check unknown names against, so a wrong name costs as long as a wrong password
+    (made at the first login, not on import)."""
+    return _hasher.hash(secrets.token_hex(8))
 
 
 
@@ -66,7 +71,7 @@ def load_users(settings: Settings) -> dict[str, str]:
 
 
 async def check_password(users: dict[str, str], name: str, password: str) -> bool:
-    hashed = users.get(name, _DUMMY_HASH)
+    hashed = users.get(name) or _dummy_hash()
     try:
         ok = await asyncio.to_thread(_hasher.verify, hashed, password) and name in users
     except (VerificationError, InvalidHashError):

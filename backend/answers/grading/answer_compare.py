@@ -19,9 +19,6 @@ from backend.answers.grading.answer_choice import mentions, read_choice
 from backend.answers.grading.answer_values import Reading
 from backend.answers.grading.question_set import Question
 
-# The texts math-verify sees are numbers we wrote ourselves ("(5)/100"): no parse can hang, so its
-# signal-based timeout (which only works on the main thread) is off, and so is its warning about that.
-logging.getLogger("math_verify").setLevel(logging.ERROR)
 NUMERIC_KINDS = ("number", "money", "duration")
 HEDGE = re.compile(r"\b(?:or|either|could be|might be|may be|maybe|perhaps|possibly|not sure|unsure|"
                    r"depends|approximately|around|about)\b", re.IGNORECASE)
@@ -169,6 +166,10 @@ def _same_date(got: tuple, want: tuple) -> bool:
 @cache
 def _parse(expression: str) -> list:
     from math_verify import ExprExtractionConfig, parse
+
+    # The texts math-verify sees are numbers we wrote ourselves ("(5)/100"): no parse can hang, so its
+    # signal-based timeout (which only works on the main thread) is off, and so is its warning about that.
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
 
     parsed: list = parse(expression, extraction_config=[ExprExtractionConfig()], parsing_timeout=None)
     return parsed
