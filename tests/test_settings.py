@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -85,6 +86,20 @@ def test_every_setting_is_documented_in_env_example() -> None:
     example = (PROJECT_ROOT / ".env.example").read_text()
     missing = [name for name in Settings.model_fields if f"RCHAT_{name.upper()}=" not in example]
     assert not missing, f"not in .env.example: {missing}"
+
+
+
+MEASURED = re.compile(r"\b20\d\d-\d\d-\d\d\b|tok/s|\b\d+(\.\d+)?x\b|\d+ ?%")  # a date, a rate, a ratio, a share
+
+
+def test_every_description_states_a_rule_in_under_200_characters_without_dates_or_figures() -> None:
+    # The figures that chose a default live in the docs (docs/benchmark.md, ...); a description points there.
+    from backend.settings import Settings
+
+    for name, field in Settings.model_fields.items():
+        text = field.description or ""
+        assert 0 < len(text) < 200, f"RCHAT_{name.upper()}: {len(text)} characters"
+        assert not MEASURED.search(text), f"RCHAT_{name.upper()}: {MEASURED.search(text)}"
 
 
 def _bad_value(annotation: object) -> str | None:
