@@ -29,8 +29,8 @@ from backend.engine.launch_facts import SECRET_ENV, cpu_facts, token_flags
 from backend.settings import PROJECT_ROOT
 
 MARKS = "rchat-compiled.json"  # in the inductor folder: it goes when the compiled kernels go
-# Measured: 2 minutes on a 2-core Intel Xeon without AMX (issue 39), ~1 min more than a cached start on
-# the AMD EPYC host; the page shows this while it compiles.
+# The compile phase as the page shows it: a first compile, its time the slowest host's (docs/guide.md,
+# "The two commands"), or a start from the kernels an earlier start compiled.
 FIRST_COMPILE = "compiling the model, first start on this machine: about 2 minutes"
 CACHED = "loading the compiled model from this machine's cache"
 

@@ -21,13 +21,10 @@ from backend.engine import cpu_host
 from backend.engine.vllm_command import build_launch
 from backend.server.supervisor import VLLMServer
 
-# Two questions of 44 and 51 tokens (with the chat template), both answered "The capital of France is
-# Paris." in float32 and in every bf16 setup measured (backend/bench/kernel_check.py), each answer
-# token ahead of the next likeliest by 1.4 nats or more. That margin is the point: a known answer
-# must not hang on rounding. The plain "What is the capital of France?" (37 tokens), asked here
-# until 2026-12-06, is a near tie: float32 puts "The" only 0.1 nats above "L" (for "L'Étoile, la
-# Marseillaise..."), so bf16 with oneDNN on AMX answered that way and a right setup was taken for
-# a broken one. Two lengths, since a kernel fault can depend on the length.
+# Two questions answered "The capital of France is Paris." in float32 and in every bf16 setup, each
+# answer token well ahead of the next likeliest: a known answer must not hang on rounding, or a right
+# setup is taken for a broken one (the plain "What is the capital of France?" is a near tie; the
+# margins are in docs/benchmark.md, "near tie"). Two lengths, since a kernel fault can depend on it.
 PROMPTS = ("Please answer in one short sentence: what is the capital of France?",
            "For a school project about European countries, I need to know the capital of France. What is it?")
 EXPECTED = "paris"

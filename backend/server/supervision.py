@@ -117,7 +117,7 @@ class Supervised:
 
     def stop(self, *, grace: float) -> None:
         """Stop the child; one still starting gets REAP_GRACE: it serves nothing yet, and vLLM's API
-        server, interrupted while waiting for its engine, hung until the SIGKILL 15 s later."""
+        server, interrupted while waiting for its engine, hangs until the SIGKILL at the end of the full grace."""
         if self._check is not None:
             self._check.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)
