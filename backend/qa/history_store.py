@@ -184,9 +184,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     # write waits for theirs to commit (milliseconds) instead of failing with "database is locked".
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
     # WAL: a commit is one append (and no fsync with synchronous=NORMAL) instead of a rollback journal
-    # synced twice, and readers (the export CLI) no longer block writers. Under 64 streaming sessions
-    # the page's writes queued on the file lock and held answers up. An app crash still loses nothing
-    # committed; a power cut may lose the last commits.
+    # synced twice, and readers (the export CLI) do not block writers, so many streaming sessions' writes
+    # do not queue on the file lock and hold answers up (docs/benchmark.md, "--fast-server"). An app
+    # crash still loses nothing committed; a power cut may lose the last commits.
     use_wal(db)
     db.execute("PRAGMA synchronous = NORMAL")
     return db
