@@ -62,6 +62,7 @@ def stored_questions(log_dir) -> list[tuple[str, str]]:
                           "WHERE s.type = 'user_message'").fetchall()
 
 
+@pytest.mark.server
 def test_booth_page_is_bare_large_and_resets_itself_when_idle(booth_app) -> None:
     url, log_dir = booth_app
     with browser_page(url, wait_s=120) as page:
@@ -87,6 +88,7 @@ def test_booth_page_is_bare_large_and_resets_itself_when_idle(booth_app) -> None
     assert (LOCAL_USER, LONG_QUESTION) in stored_questions(log_dir)  # the visitor's chat is kept, as the local user
 
 
+@pytest.mark.server
 def test_the_strip_moves_while_an_answer_streams(booth_app, vllm_server: VLLMServer) -> None:
     url, _ = booth_app
     with browser_page(url, screenshot=shot("booth-strip"), wait_s=120) as page:
@@ -116,6 +118,7 @@ def test_the_strip_is_hidden_when_the_server_has_no_metrics(fake_server_url: str
             assert page.locator("#chat-settings-open-modal").count() == 1  # not a booth: the panel is there
 
 
+@pytest.mark.server
 def test_the_attract_loop_asks_by_itself_and_a_touch_stops_it(attract_app, vllm_server: VLLMServer) -> None:
     with browser_page(attract_app, wait_s=120) as page:
         asked = wait_for(lambda: user_messages(page), timeout=60)  # nobody touched anything

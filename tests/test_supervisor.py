@@ -16,9 +16,8 @@ from backend.server import processes
 from backend.server.supervisor import VLLMServer
 from tests.conftest import CLEAR_QUESTION, make_settings
 
-pytestmark = pytest.mark.server
 
-
+@pytest.mark.server
 def test_server_is_healthy_and_answers_a_chat(vllm_server: VLLMServer) -> None:
     assert httpx.get(vllm_server.url_for("health")).status_code == 200
     reply = httpx.post(vllm_server.url_for("v1", "chat", "completions"), timeout=120,
@@ -30,12 +29,14 @@ def test_server_is_healthy_and_answers_a_chat(vllm_server: VLLMServer) -> None:
     assert "Paris" in reply.json()["choices"][0]["message"]["content"]
 
 
+@pytest.mark.server
 def test_server_refuses_requests_without_the_api_key(vllm_server: VLLMServer) -> None:
     assert httpx.get(vllm_server.url_for("v1", "models")).status_code == 401
     ok = httpx.get(vllm_server.url_for("v1", "models"), headers={"Authorization": f"Bearer {vllm_server.api_key}"})
     assert ok.json()["data"][0]["id"] == vllm_server.settings.resolved_served_name
 
 
+@pytest.mark.server
 def test_server_listens_on_loopback_only(vllm_server: VLLMServer) -> None:
     port = vllm_server.settings.vllm_port
     listening = [c.laddr.ip for c in psutil.net_connections("inet")
@@ -43,6 +44,7 @@ def test_server_listens_on_loopback_only(vllm_server: VLLMServer) -> None:
     assert listening and all(ip == "127.0.0.1" for ip in listening)
 
 
+@pytest.mark.server
 def test_a_server_that_dies_before_healthy_fails_fast_with_its_log(tmp_path) -> None:
     bad_model = tmp_path / "not-a-model"
     bad_model.mkdir()
@@ -85,6 +87,7 @@ def test_a_missing_model_path_is_refused_before_launch(tmp_path) -> None:
             pass
 
 
+@pytest.mark.server
 def test_stop_leaves_no_process_and_a_free_port_and_is_idempotent(tmp_path) -> None:
     s = make_settings(tmp_path)
     server = VLLMServer(s)
@@ -98,6 +101,7 @@ def test_stop_leaves_no_process_and_a_free_port_and_is_idempotent(tmp_path) -> N
     assert server.stop() is None  # stopping again is harmless
 
 
+@pytest.mark.server
 def test_external_mode_launches_nothing_and_waits_on_the_given_url(vllm_server: VLLMServer, tmp_path) -> None:
     s = make_settings(tmp_path, base_url=vllm_server.url + "/v1")
     with VLLMServer(s, api_key=vllm_server.api_key) as external:
@@ -112,6 +116,7 @@ def test_a_directory_without_config_is_not_a_model(tmp_path) -> None:
             pass
 
 
+@pytest.mark.server
 def test_the_api_key_never_reaches_the_server_log(vllm_server: VLLMServer) -> None:
     log = vllm_server.log_path.read_text()
     assert "Starting vLLM" in log  # the log is the real one
