@@ -12,21 +12,20 @@ from backend.chat.conversation import Conversation, clean_user_text
 from backend.chat.health import is_healthy, server_warning
 from backend.chat.input_check import input_problem
 from backend.chat.sampling import apply_update, default_sampling, max_tokens_limit
-from backend.page import live_strip
 from backend.page.actions import answer_actions, send_export
 from backend.page.answer_flow import answer
 from backend.page.board_view import COMMAND as BOARD
 from backend.page.board_view import board_command, send_board
 from backend.page.booth import dress_page, shows_settings_panel, uses_password_login
-from backend.page.compare_flow import Clients, cast_vote, compare
+from backend.page.compare_flow import cast_vote, compare
 from backend.page.compare_view import restore as restore_comparisons
 from backend.page.composer import compared_pair, composer_modes, with_modes
 from backend.page.follow import follow
-from backend.page.live_answers import LiveAnswers
 from backend.page.notices import guarded, notice, watch_backend
 from backend.page.replay_view import send_replay
 from backend.page.runs_view import COMMAND as RUNS
 from backend.page.runs_view import runs_command, send_runs
+from backend.page.services import PageServices
 from backend.page.settings_panel import settings_widgets
 from backend.qa.accounts import LOCAL_USER, check_password
 from backend.qa.setup import set_up
@@ -35,8 +34,7 @@ from backend.settings import load_settings
 settings = load_settings()
 qa = set_up(settings)
 client = make_client(settings, api_key=settings.api_key.get_secret_value())
-clients = Clients(settings, client)  # contenders on other servers get their own
-live_answers = LiveAnswers()  # answers streaming in this process, which a reloaded tab can follow
+services = PageServices.create(settings, client)  # health checks, live strip, followed answers...
 _ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
 config.ui.name = settings.resolved_served_name  # the page title and the answers' author: the model
 dress_page(config.ui, settings)  # the live strip on every page; booth mode (RCHAT_KIOSK)
@@ -62,13 +60,12 @@ else:
 
 @cl.on_app_startup
 async def app_startup() -> None:
-    live_strip.start(settings)  # one /metrics poller for every page this process serves
+    services.start()  # the live strip's one /metrics poller for every page this process serves
 
 
 @cl.on_app_shutdown
 async def app_shutdown() -> None:
-    await live_strip.stop()
-    await clients.close()
+    await services.close()
     await client.close()  # its aiohttp session, closed in its own loop (else a warning at exit)
 
 
@@ -103,8 +100,8 @@ async def open_chat() -> None:
         await cl.ChatSettings(settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
     if qa.history_off_reason:
         await notice(qa.history_off_reason)
-    if not await is_healthy(settings):
-        await watch_backend(settings)  # a notice of how its start goes, kept up to date
+    if not await is_healthy(settings, checker=services.health):
+        await watch_backend(settings, health=services.health)  # a notice of how its start goes, kept up to date
     elif warning := server_warning(settings):
         await notice(warning)
 
@@ -122,7 +119,7 @@ async def resume(thread: dict) -> None:
     """An earlier chat from the sidebar: the model sees its questions and answers again."""
     init_session(Conversation.from_steps(thread.get("steps") or []))
     await restore_comparisons(thread, cl.user_session.get("comparisons"))
-    await follow(thread, answers=live_answers, settings=settings)
+    await follow(thread, answers=services.live, settings=settings)
     stored = cl.user_session.get("chat_settings") or {}
     sampling, _ = apply_update(cl.user_session.get("sampling"), stored, settings)
     cl.user_session.set("sampling", sampling)
@@ -234,11 +231,11 @@ async def respond(*, sample: int) -> None:
             await old.remove()
     conversation = cl.user_session.get("conversation")
     thread_id = cl.context.session.thread_id
-    with live_answers.streaming(thread_id, stop) as shown:
+    with services.live.streaming(thread_id, stop) as shown:
         result = await answer(client=client, settings=settings, conversation=conversation,
                               sampling=cl.user_session.get("sampling"), sample=sample,
                               stop_requested=stop.is_set, actions=lambda: answer_actions(sample),
-                              session_id=thread_id, shown=shown)
+                              session_id=thread_id, shown=shown, services=services)
         await shown.ended()
     cl.user_session.set("actions", result.message.actions if result.message is not None else [])
     if result.text:
@@ -250,6 +247,6 @@ async def respond_compare(question: str, pair: str) -> None:
     cl.user_session.set("busy", asyncio.current_task())
     stop = asyncio.Event()
     cl.user_session.set("stop", stop)
-    await compare(question, pair, settings=settings, sampling=cl.user_session.get("sampling"), clients=clients,
+    await compare(question, pair, settings=settings, sampling=cl.user_session.get("sampling"), services=services,
                   views=cl.user_session.get("comparisons"), stop_requested=stop.is_set,
                   session_id=cl.context.session.thread_id)

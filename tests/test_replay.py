@@ -296,3 +296,19 @@ async def test_a_different_replay_in_bf16_says_a_batch_may_be_the_whole_differen
     record["stamp"]["engine"] = float32
     plain = await replay(record, settings=settings, client=client)
     assert plain.verdict == "different" and not any("batch" in c for c in plain.caveats)
+
+
+async def test_the_pages_engine_facts_follow_a_server_changed_behind_the_same_url(tmp_path: Path, fake_server_url) -> None:
+    """A server upgraded or restarted behind one URL is stamped as it is now: a new launcher status
+    (or REFRESH_AFTER seconds) makes the page's cache ask the server again."""
+    from backend.engine.facts import FactsCache
+
+    settings = make_settings(tmp_path, base_url=fake_server_url)
+    cache = FactsCache()
+    first = await cache.facts(settings)
+    assert first["vllm_version"] == "unknown"  # the fake has no /version: not kept, asked again
+    assert settings.server_url not in cache.reported
+    cache.reported[settings.server_url] = (time.monotonic(), (), {"vllm_version": "0.1"})
+    assert (await cache.facts(settings))["vllm_version"] == "0.1"
+    write_status(settings.status_file, BackendStatus(state="ready", since=time.time(), pid=os.getpid()))
+    assert (await cache.facts(settings))["vllm_version"] == "unknown"  # the launcher changed: asked again

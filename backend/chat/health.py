@@ -11,48 +11,56 @@ import httpx
 from backend.server_status import holding_back, read_status
 from backend.settings import Settings
 
-_http: httpx.AsyncClient | None = None
-_healthy_at: dict[str, float] = {}  # server URL -> when /health last answered 200 (monotonic)
-_checking: dict[str, asyncio.Future[bool]] = {}  # server URL -> the /health request in flight
+
+class HealthChecker:
+    """The /health check of one server, shared by every session of a page process: made at app start
+    (backend/page/services.py), closed at shutdown. One client for every check (a new client per
+    check costs an SSL context: tens of ms)."""
+
+    def __init__(self, settings: Settings, *, http: httpx.AsyncClient | None = None) -> None:
+        self.settings = settings
+        self.http = http or httpx.AsyncClient(timeout=2.0)
+        self.healthy_at = -1e9  # when /health last answered 200 (monotonic)
+        self.checking: asyncio.Future[bool] | None = None  # the /health request in flight
+
+    async def __call__(self, *, fresh_for: float = 0.0) -> bool:
+        """With `fresh_for`, a success less than that many seconds old answers without asking again,
+        and callers that come while a check is in flight wait for its answer: every message checks the
+        server first, and 64 sessions asking at once must not put 64 requests before their first tokens.
+
+        While a live launcher says its server is still starting (or restarting), the answer is no even
+        if /health answers: its self-test may yet start it again (backend/server_status.holding_back)."""
+        if holding_back(read_status(self.settings.status_file)):
+            return False
+        if fresh_for:
+            if time.monotonic() - self.healthy_at < fresh_for:
+                return True
+            if self.checking is not None and not self.checking.done():
+                return await asyncio.shield(self.checking)
+        self.checking = asyncio.ensure_future(self._check())
+        return await asyncio.shield(self.checking)  # a caller's cancel (Stop) must not cancel the others'
+
+    async def _check(self) -> bool:
+        try:
+            ok = (await self.http.get(f"{self.settings.server_url}/health")).status_code == 200
+        except httpx.HTTPError:
+            ok = False
+        self.healthy_at = time.monotonic() if ok else -1e9
+        return ok
+
+    async def close(self) -> None:
+        await self.http.aclose()
 
 
-async def is_healthy(settings: Settings, *, fresh_for: float = 0.0) -> bool:
-    """One GET /health on a shared client (a new client per check costs an SSL context: tens of ms).
-
-    With `fresh_for`, a success less than that many seconds old answers without asking again, and
-    callers that come while a check is in flight wait for its answer: every message checks the server
-    first, and 64 sessions asking at once must not put 64 requests before their first tokens. A server
-    that died meanwhile fails the request itself, which says so in words.
-
-    While a live launcher says its server is still starting (or restarting), the answer is no even
-    if /health answers: its self-test may yet start it again (backend/server_status.holding_back).
-    """
-    if holding_back(read_status(settings.status_file)):
-        return False
-    url = settings.server_url
-    if fresh_for:
-        if time.monotonic() - _healthy_at.get(url, -1e9) < fresh_for:
-            return True
-        if (pending := _checking.get(url)) is not None and not pending.done():
-            return await asyncio.shield(pending)
-    check = asyncio.ensure_future(_check(url))
-    _checking[url] = check
-    return await asyncio.shield(check)  # a caller's cancel (Stop) must not cancel the others' answer
-
-
-async def _check(url: str) -> bool:
-    global _http
-    if _http is None:
-        _http = httpx.AsyncClient(timeout=2.0)
+async def is_healthy(settings: Settings, *, checker: HealthChecker | None = None, fresh_for: float = 0.0) -> bool:
+    """Is the server ready? Through the page's shared checker, or (a command line) a one-off one."""
+    if checker is not None:
+        return await checker(fresh_for=fresh_for)
+    once = HealthChecker(settings)
     try:
-        ok = (await _http.get(f"{url}/health")).status_code == 200
-    except httpx.HTTPError:
-        ok = False
-    if ok:
-        _healthy_at[url] = time.monotonic()
-    else:
-        _healthy_at.pop(url, None)
-    return ok
+        return await once()
+    finally:
+        await once.close()
 
 
 def describe_down(settings: Settings) -> str:
@@ -76,12 +84,12 @@ def gave_up(settings: Settings) -> bool:
 
 
 async def wait_until_healthy(settings: Settings, *, on_wait: Callable[[str], Awaitable[None]],
-                             timeout: float, every: float = 2.0) -> bool:
+                             timeout: float, every: float = 2.0, checker: HealthChecker | None = None) -> bool:
     """Poll until ready (is_healthy); call on_wait(description) while not. False if the launcher gave
     up, or after `timeout` unless a live launcher still says it is starting (its own start-up timeout
     then ends the wait: a question asked early in a long first start waits for it)."""
     deadline = time.monotonic() + timeout
-    while not await is_healthy(settings):
+    while not await is_healthy(settings, checker=checker):
         if gave_up(settings):
             return False
         if time.monotonic() > deadline and not holding_back(read_status(settings.status_file)):

@@ -20,7 +20,8 @@ from backend.engine.facts import engine_facts
 from backend.page.answer_view import AnswerView
 from backend.page.live_answers import LiveAnswer
 from backend.page.notices import notice, wait_for_backend
-from backend.page.token_batcher import streaming
+from backend.page.services import PageServices
+from backend.page.token_batcher import StreamCounter
 from backend.settings import Settings
 
 
@@ -35,9 +36,9 @@ class PageAnswer:
 async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation: Conversation,
                  sampling: Sampling, stop_requested: Callable[[], bool] = lambda: False, sample: int = 1,
                  actions: Callable[[], list] = list, session_id: str | None = None,
-                 shown: LiveAnswer | None = None) -> PageAnswer:
+                 shown: LiveAnswer | None = None, services: PageServices | None = None) -> PageAnswer:
     """Stream one answer to the last question; store it with its stamp; return what happened."""
-    if not await wait_for_backend(settings):
+    if not await wait_for_backend(settings, health=services.health if services else None):
         return PageAnswer()
     messages, dropped = conversation.messages(system_prompt=sampling.system_prompt,
                                               context_tokens=settings.context_tokens,
@@ -46,12 +47,13 @@ async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation
         await notice(f"The conversation is longer than the model's context, so the {dropped} oldest "
                      "message(s) were left out of what the model sees.")
     question = conversation.turns[-1] if conversation.turns else None
-    request = new_request(settings, sampling, messages, engine=await engine_facts(settings),
+    request = new_request(settings, sampling, messages, engine=await engine_facts(settings, services.facts if services else None),
                           question=question.content if question else "",
                           question_id=question.message_id if question else "", sample=sample,
                           session_id=session_id)
-    view = AnswerView(settings, shown=shown)
-    with streaming():
+    streams = services.streams if services else StreamCounter()
+    view = AnswerView(settings, shown=shown, streams=streams)
+    with streams.streaming():
         result = await stream_answer(client, settings, request, observer=view, stop=stop_requested)
     await view.finish(result, actions=actions())
     return PageAnswer(text=result.answer, message=view.reply)

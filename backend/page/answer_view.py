@@ -20,7 +20,7 @@ from chainlit.utils import utc_now
 from backend.answers.outcome import AnswerOutcome, thought_for
 from backend.answers.stream import LiveAnswer
 from backend.page import live_answers
-from backend.page.token_batcher import TokenBatcher
+from backend.page.token_batcher import StreamCounter, TokenBatcher
 from backend.records import answer_record
 from backend.settings import Settings
 
@@ -34,6 +34,7 @@ class AnswerView:
     settings: Settings
     live: LiveAnswer | None = None
     shown: live_answers.LiveAnswer | None = None  # other tabs following this answer (reloaded, second)
+    streams: StreamCounter | None = None  # answers streaming in this process: paces the updates
     step: cl.Step | None = None
     thinking_step_id: str = ""
     reply: cl.Message | None = None
@@ -59,7 +60,7 @@ class AnswerView:
                                 show_input=False, default_open=True)
             await self.step.send()
             self.thinking_step_id = self.step.id
-            self.thinking = TokenBatcher(self.step, self.settings.ui_flush_interval)
+            self.thinking = TokenBatcher(self.step, self.settings.ui_flush_interval, self.streams)
         await self.thinking.add(text)
         await self._save_partial()
         if self.shown is not None and self.step is not None:
@@ -70,7 +71,7 @@ class AnswerView:
         if self.answer is None:
             if self.thinking:
                 await self._close_step(thought_for(live.stats.thinking_seconds))
-            self.answer = TokenBatcher(self._ensure_reply(), self.settings.ui_flush_interval)
+            self.answer = TokenBatcher(self._ensure_reply(), self.settings.ui_flush_interval, self.streams)
         await self.answer.add(text)
         await self._save_partial()
         if self.shown is not None and self.reply is not None:

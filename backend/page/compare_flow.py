@@ -10,37 +10,18 @@ from collections.abc import Callable
 from typing import Any
 
 import chainlit as cl
-import openai
 
-from backend.chat.client import make_client
 from backend.chat.sampling import Sampling
 from backend.errors import SettingsError
 from backend.page.compare_view import INTRO, CompareView
 from backend.page.notices import notice, wait_for_backend
-from backend.page.token_batcher import streaming
+from backend.page.services import PageServices
 from backend.qa.compare.comparison import Comparison, cast, run, shuffled
 from backend.qa.compare.contenders import built_in_pair, load_pair
 from backend.settings import Settings
 
 
-class Clients:
-    """The app's client for its own server, and one per other server a contender names."""
-
-    def __init__(self, settings: Settings, own: openai.AsyncOpenAI) -> None:
-        self.own_url, self.clients = settings.server_url, {settings.server_url: own}
-
-    def __call__(self, settings: Settings) -> openai.AsyncOpenAI:
-        if settings.server_url not in self.clients:
-            self.clients[settings.server_url] = make_client(settings, api_key=settings.api_key.get_secret_value())
-        return self.clients[settings.server_url]
-
-    async def close(self) -> None:
-        for url, client in self.clients.items():
-            if url != self.own_url:
-                await client.close()
-
-
-async def compare(question: str, pair_name: str, *, settings: Settings, sampling: Sampling, clients: Clients,
+async def compare(question: str, pair_name: str, *, settings: Settings, sampling: Sampling, services: PageServices,
                   views: dict[str, CompareView], stop_requested: Callable[[], bool], session_id: str) -> None:
     """Ask both contenders, stream them side by side, then open the vote."""
     try:
@@ -48,14 +29,14 @@ async def compare(question: str, pair_name: str, *, settings: Settings, sampling
     except SettingsError as err:
         await notice(f"Compare cannot start: {err}. Fix the file, then ask again.")
         return
-    if not await wait_for_backend(settings):
+    if not await wait_for_backend(settings, health=services.health):
         return
     comparison = Comparison(question=question, shown=shuffled(pair))
     view = CompareView(cl.Message(content=INTRO), comparison.id)
     await view.open()
-    with streaming():
-        await run(comparison, settings=settings, sampling=sampling, client_for=clients,
-                  observers=view.observers(), stop=stop_requested, session_id=session_id)
+    with services.streams.streaming():
+        await run(comparison, settings=settings, sampling=sampling, client_for=services.clients,
+                  observers=view.observers(), stop=stop_requested, session_id=session_id, facts=services.facts)
     await view.ended(comparison)
     views[view.id] = view
 

@@ -16,9 +16,6 @@ from backend.settings import Settings, page_replica
 
 MESSAGE_KIND = "rchat-live"  # what public/rchat.js looks for in a window message
 
-_task: asyncio.Task | None = None
-
-
 def deployment() -> str | None:
     """'page 2 of 4' in a page process behind the balancer (RCHAT_PAGE_WORKERS); None for a lone page."""
     replica = page_replica()
@@ -31,16 +28,20 @@ async def broadcast(snapshot: EngineSnapshot | None) -> None:
                                       "page": deployment()})
 
 
-def start(settings: Settings) -> None:
-    """Start the process's one poller (called from Chainlit's app start-up; a second call does nothing)."""
-    global _task
-    if _task is None or _task.done():
-        _task = asyncio.create_task(MetricsPoller(settings, publish=broadcast).run(), name="live-strip")
+class LiveStrip:
+    """The process's one /metrics poller, pushing to every open page (backend/page/services.py)."""
 
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.task: asyncio.Task | None = None
 
-async def stop() -> None:
-    global _task
-    if _task is not None:
-        _task.cancel()
-        await asyncio.gather(_task, return_exceptions=True)
-        _task = None
+    def start(self) -> None:
+        """Start polling (at Chainlit's app start-up; a second call does nothing)."""
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(MetricsPoller(self.settings, publish=broadcast).run(), name="live-strip")
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            self.task = None

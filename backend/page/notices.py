@@ -10,7 +10,7 @@ import logging
 import chainlit as cl
 from chainlit.session import WebsocketSession
 
-from backend.chat.health import describe_down, is_healthy, server_warning, wait_until_healthy
+from backend.chat.health import HealthChecker, describe_down, is_healthy, server_warning, wait_until_healthy
 from backend.errors import NOTICE, as_notice, user_message
 from backend.settings import Settings
 
@@ -37,14 +37,15 @@ def guarded(hook):
     return wrapper
 
 
-async def wait_for_backend(settings: Settings) -> bool:
+async def wait_for_backend(settings: Settings, *, health: HealthChecker | None = None) -> bool:
     """If the server is down, say so in one message kept up to date, and wait for it to come back."""
-    if await is_healthy(settings, fresh_for=HEALTH_FRESH_FOR):
+    if await is_healthy(settings, checker=health, fresh_for=HEALTH_FRESH_FOR):
         return True
     first = describe_down(settings)
     status = cl.Message(content=as_notice(first), author=NOTICE)
     await status.send()
-    ok = await wait_until_healthy(settings, on_wait=_updater(status), timeout=settings.startup_timeout)
+    ok = await wait_until_healthy(settings, on_wait=_updater(status), timeout=settings.startup_timeout,
+                                  checker=health)
     again = "" if first.startswith(STARTING) else " again"
     status.content = as_notice(f"The model server is ready{again}; answering now." if ok else
                                describe_down(settings) + " Your message is kept: send it again later.")
@@ -60,17 +61,17 @@ def _updater(message: cl.Message):
     return show
 
 
-async def watch_backend(settings: Settings) -> None:
+async def watch_backend(settings: Settings, *, health: HealthChecker | None = None) -> None:
     """A chat opened while the server is not ready: one notice saying how its start goes (the
     launcher's phase, seconds so far), kept up to date without a reload until it is ready or given up."""
     message = cl.Message(content=as_notice(describe_down(settings)), author=NOTICE)
     await message.send()
-    task = asyncio.create_task(_keep_up_to_date(settings, message), name="server-notice")
+    task = asyncio.create_task(_keep_up_to_date(settings, message, health), name="server-notice")
     _watching.add(task)  # the loop keeps only a weak reference to a task
     task.add_done_callback(_watching.discard)
 
 
-async def _keep_up_to_date(settings: Settings, message: cl.Message) -> None:
+async def _keep_up_to_date(settings: Settings, message: cl.Message, health: HealthChecker | None) -> None:
     show, session_id = _updater(message), cl.context.session.id
 
     async def show_while_open(text: str) -> None:
@@ -80,7 +81,7 @@ async def _keep_up_to_date(settings: Settings, message: cl.Message) -> None:
 
     try:
         ok = await wait_until_healthy(settings, on_wait=show_while_open, timeout=settings.startup_timeout,
-                                      every=WATCH_EVERY)
+                                      every=WATCH_EVERY, checker=health)
         text = describe_down(settings)
         if ok:
             text = " ".join(filter(None, ["The model server is ready: ask away.", server_warning(settings)]))

@@ -18,23 +18,26 @@ import chainlit as cl
 
 STREAMS_AT_BASE = 16  # up to this many answers at once, updates go out every base interval
 MAX_INTERVAL = 0.25  # seconds: the longest wait between updates under any load
-_streaming = 0  # answers streaming in this process now
 
 
-@contextmanager
-def streaming() -> Iterator[None]:
-    """Count one answer as streaming while inside."""
-    global _streaming
-    _streaming += 1
-    try:
-        yield
-    finally:
-        _streaming -= 1
+class StreamCounter:
+    """How many answers stream in this page process now (one per process: backend/page/services.py)."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    @contextmanager
+    def streaming(self) -> Iterator[None]:
+        """Count one answer as streaming while inside."""
+        self.now += 1
+        try:
+            yield
+        finally:
+            self.now -= 1
 
 
-def load_interval(base: float, streams: int | None = None) -> float:
-    """The interval between updates with `streams` answers streaming (default: those now)."""
-    streams = _streaming if streams is None else streams
+def load_interval(base: float, streams: int) -> float:
+    """The interval between updates with `streams` answers streaming."""
     return min(max(base, MAX_INTERVAL), base * max(1.0, streams / STREAMS_AT_BASE))
 
 
@@ -48,15 +51,16 @@ def _socket_id() -> str | None:
 class TokenBatcher:
     """Collects tokens and streams them to a message or step at most every `interval` seconds."""
 
-    def __init__(self, target: cl.Message | cl.Step, interval: float) -> None:
-        self.target, self.interval = target, interval
+    def __init__(self, target: cl.Message | cl.Step, interval: float, streams: StreamCounter | None = None) -> None:
+        self.target, self.interval, self.streams = target, interval, streams
         self.buffer, self.last_flush, self.text = "", 0.0, ""
         self.socket: str | None = None  # the tab's socket when tokens last went out
 
     async def add(self, token: str) -> None:
         self.buffer += token
         self.text += token
-        if time.monotonic() - self.last_flush >= load_interval(self.interval):  # the first token goes out at once
+        now_streaming = self.streams.now if self.streams is not None else 1
+        if time.monotonic() - self.last_flush >= load_interval(self.interval, now_streaming):  # the first goes at once
             await self.flush()
 
     async def flush(self) -> None:

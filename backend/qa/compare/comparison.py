@@ -23,7 +23,7 @@ from backend.answers.request import new_request
 from backend.answers.stamp import now_iso
 from backend.answers.stream import AnswerObserver, stream_answer
 from backend.chat.sampling import Sampling
-from backend.engine.facts import engine_facts
+from backend.engine.facts import FactsCache, engine_facts
 from backend.qa.compare.contenders import Contender
 from backend.records import BattleRecord
 from backend.settings import Settings
@@ -74,11 +74,12 @@ def shuffled(pair: tuple[Contender, Contender], rng: random.Random | None = None
 
 async def run(comparison: Comparison, *, settings: Settings, sampling: Sampling,
               client_for: Callable[[Settings], openai.AsyncOpenAI], observers: Mapping[str, AnswerObserver],
-              stop: Callable[[], bool], session_id: str | None = None) -> None:
+              stop: Callable[[], bool], session_id: str | None = None, facts: FactsCache | None = None) -> None:
     """Both answers at once into `comparison.results`; a stop or a cancel ends both, kept as stopped."""
     tasks = {label: asyncio.create_task(_answer(contender, settings=settings, sampling=sampling,
                                                 question=comparison.question, client_for=client_for,
-                                                observer=observers[label], stop=stop, session_id=session_id))
+                                                observer=observers[label], stop=stop, session_id=session_id,
+                                                facts=facts))
              for label, contender in comparison.shown.items()}
     try:
         await asyncio.shield(asyncio.gather(*tasks.values()))
@@ -93,12 +94,12 @@ async def run(comparison: Comparison, *, settings: Settings, sampling: Sampling,
 
 async def _answer(contender: Contender, *, settings: Settings, sampling: Sampling, question: str,
                   client_for: Callable[[Settings], openai.AsyncOpenAI], observer: AnswerObserver,
-                  stop: Callable[[], bool], session_id: str | None) -> AnswerOutcome:
+                  stop: Callable[[], bool], session_id: str | None, facts: FactsCache | None) -> AnswerOutcome:
     """One contender's answer to the question, asked on its own (no earlier turns)."""
     own = contender.settings(settings)
     chosen = contender.sampling(sampling)
     messages = ([{"role": "system", "content": chosen.system_prompt}] if chosen.system_prompt else []) + \
         [{"role": "user", "content": question}]
-    request = new_request(own, chosen, messages, engine=await engine_facts(own), question=question,
+    request = new_request(own, chosen, messages, engine=await engine_facts(own, facts), question=question,
                           session_id=session_id)
     return await stream_answer(client_for(own), own, request, observer=observer, stop=stop)
