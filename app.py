@@ -1,6 +1,5 @@
 """Chainlit hooks only: every decision lives in backend/ (backend/page renders, the rest is plain Python)."""
 
-import asyncio
 
 import chainlit as cl
 from chainlit.config import config
@@ -17,6 +16,7 @@ from backend.page.answer_flow import answer
 from backend.page.board_view import COMMAND as BOARD
 from backend.page.board_view import board_command, send_board
 from backend.page.booth import dress_page, shows_settings_panel, uses_password_login
+from backend.page.chat_state import ChatState, chat_state, start_chat
 from backend.page.compare_flow import cast_vote, compare
 from backend.page.compare_view import restore as restore_comparisons
 from backend.page.composer import compared_pair, composer_modes, with_modes
@@ -82,22 +82,20 @@ async def set_starters(_user=None, _language=None) -> list[cl.Starter]:
     return [cl.Starter(label=q.label, message=q.question) for q in starters()]
 
 
-def init_session(conversation: Conversation | None = None) -> None:
+def init_session(conversation: Conversation | None = None) -> ChatState:
     """Per-chat state; also called from on_message, which can win the race against on_chat_start."""
-    if conversation is not None or cl.user_session.get("conversation") is None:
-        cl.user_session.set("conversation", conversation or Conversation())
-        cl.user_session.set("sampling", default_sampling(settings))
-        cl.user_session.set("busy", None)
-        cl.user_session.set("actions", [])  # a resumed session's stored copy holds None for these objects
-        cl.user_session.set("comparisons", {})  # comparison id -> its view, until voted
+    state = chat_state()
+    if conversation is not None or state is None:
+        state = start_chat(default_sampling(settings), conversation)
+    return state
 
 
-async def open_chat() -> None:
-    await cl.context.emitter.set_modes(composer_modes(settings, cl.user_session.get("sampling")))
+async def open_chat(state: ChatState) -> None:
+    await cl.context.emitter.set_modes(composer_modes(settings, state.sampling))
     if qa.store is not None:
         await cl.context.emitter.set_commands([board_command(), runs_command()])
     if shows_settings_panel(settings):
-        await cl.ChatSettings(settings_widgets(cl.user_session.get("sampling"), max_tokens_limit(settings))).send()
+        await cl.ChatSettings(settings_widgets(state.sampling, max_tokens_limit(settings))).send()
     if qa.history_off_reason:
         await notice(qa.history_off_reason)
     if not await is_healthy(settings, checker=services.health):
@@ -109,42 +107,38 @@ async def open_chat() -> None:
 @cl.on_chat_start
 @guarded
 async def start() -> None:
-    init_session()
-    await open_chat()
+    await open_chat(init_session())
 
 
 @cl.on_chat_resume
 @guarded
 async def resume(thread: dict) -> None:
     """An earlier chat from the sidebar: the model sees its questions and answers again."""
-    init_session(Conversation.from_steps(thread.get("steps") or []))
-    await restore_comparisons(thread, cl.user_session.get("comparisons"))
-    await follow(thread, answers=services.live, settings=settings)
-    stored = cl.user_session.get("chat_settings") or {}
-    sampling, _ = apply_update(cl.user_session.get("sampling"), stored, settings)
-    cl.user_session.set("sampling", sampling)
-    await open_chat()
+    state = init_session(Conversation.from_steps(thread.get("steps") or []))
+    await restore_comparisons(thread, state.comparisons)
+    await follow(thread, answers=services.live, settings=settings, state=state)
+    state.sampling, _ = apply_update(state.sampling, cl.user_session.get("chat_settings") or {}, settings)
+    await open_chat(state)
 
 
 @cl.on_settings_update
 @guarded
 async def settings_update(values: dict) -> None:
-    sampling, problems = apply_update(cl.user_session.get("sampling"), values, settings)
-    cl.user_session.set("sampling", sampling)
+    state = init_session()
+    state.sampling, problems = apply_update(state.sampling, values, settings)
     if problems:
         await notice("Some settings were not changed: " + "; ".join(problems) + ".")
 
 
 @cl.on_stop
 async def stop() -> None:
-    if (requested := cl.user_session.get("stop")) is not None:
-        requested.set()  # Chainlit also cancels the task; this covers a lost cancel
+    if (state := chat_state()) is not None and state.stop is not None:
+        state.stop.set()  # Chainlit also cancels the task; this covers a lost cancel
 
 
-def busy_elsewhere() -> bool:
-    busy = cl.user_session.get("busy")
-    if busy is not None and not busy.done():
-        cl.context.session.current_task = busy  # so Stop still stops the answer in progress
+def busy_elsewhere(state: ChatState) -> bool:
+    if state.busy_elsewhere():
+        cl.context.session.current_task = state.busy  # so Stop still stops the answer in progress
         return True
     return False
 
@@ -152,54 +146,54 @@ def busy_elsewhere() -> bool:
 @cl.on_message
 @guarded
 async def on_message(message: cl.Message) -> None:
-    init_session()
+    state = init_session()
     if message.command == BOARD:
         await send_board(settings, history_off_reason=qa.history_off_reason)
         return
     if message.command == RUNS:
         await send_runs(message.content or "")
         return
-    if busy_elsewhere():
+    if busy_elsewhere(state):
         await notice("Still answering your previous message: wait for it, or press Stop first.")
         return
     text, removed = clean_user_text(message.content or "")
-    problem = input_problem(text, settings, cl.user_session.get("sampling"))
+    problem = input_problem(text, settings, state.sampling)
     if problem:
         await notice(problem)
         return
     if removed:
         await notice(f"{removed} control character(s) were removed from your message.")
-    cl.user_session.set("sampling", with_modes(cl.user_session.get("sampling"), message.modes, settings))
+    state.sampling = with_modes(state.sampling, message.modes, settings)
     if (pair := compared_pair(message)) is not None:
-        await respond_compare(text, pair)
+        await respond_compare(state, text, pair)
         return
-    cl.user_session.get("conversation").add_user(text, message.id)
-    await respond(sample=1)
+    state.conversation.add_user(text, message.id)
+    await respond(state, sample=1)
 
 
 @cl.action_callback("regenerate")
 @guarded
 async def regenerate(action: cl.Action) -> None:
     """Sample the last answer again; the earlier sample stays on the page and in the history."""
-    init_session()
-    if busy_elsewhere():
+    state = init_session()
+    if busy_elsewhere(state):
         await notice("Still answering: wait for it, or press Stop first.")
         return
-    conversation = cl.user_session.get("conversation")
+    conversation = state.conversation
     if conversation.turns and conversation.turns[-1].role == "assistant":
         conversation.turns.pop()
     if not conversation.turns:
         await notice("There is no question to answer again: ask one first.")
         return
     async with cl.Step(name="regenerate", type="run"):  # a run, so the new answer gets feedback buttons too
-        await respond(sample=int(action.payload.get("sample", 1)) + 1)
+        await respond(state, sample=int(action.payload.get("sample", 1)) + 1)
 
 
 @cl.action_callback("battle_vote")
 @guarded
 async def battle_vote(action: cl.Action) -> None:
     user = cl.context.session.user
-    await cast_vote(action.payload, views=cl.user_session.get("comparisons") or {},
+    await cast_vote(action.payload, views=init_session().comparisons,
                     user=user.identifier if user else "")
 
 
@@ -214,39 +208,33 @@ async def export_chat(_action: cl.Action) -> None:
 @guarded
 async def replay_answer(action: cl.Action) -> None:
     """Send the answer's stamped request again and post the comparison (backend/page/replay_view.py)."""
-    if busy_elsewhere():
+    if busy_elsewhere(init_session()):
         await notice("Still answering: wait for it (a replay beside it would not be comparable), then replay.")
         return
     await send_replay(client, settings, thread_id=cl.context.session.thread_id, answer_id=action.forId or "",
                       history_off_reason=qa.history_off_reason)
 
 
-async def respond(*, sample: int) -> None:
+async def respond(state: ChatState, *, sample: int) -> None:
     """Answer the conversation's last question; only the newest answer keeps Regenerate and Export."""
-    cl.user_session.set("busy", asyncio.current_task())
-    stop = asyncio.Event()  # read after every piece of the answer: an Event, as the session's dict is slow to reach
-    cl.user_session.set("stop", stop)
-    for old in cl.user_session.get("actions") or []:
+    stop = state.begin()
+    for old in state.actions:
         if isinstance(old, cl.Action) and old.name != "replay":  # every stored answer can be replayed
             await old.remove()
-    conversation = cl.user_session.get("conversation")
     thread_id = cl.context.session.thread_id
     with services.live.streaming(thread_id, stop) as shown:
-        result = await answer(client=client, settings=settings, conversation=conversation,
-                              sampling=cl.user_session.get("sampling"), sample=sample,
-                              stop_requested=stop.is_set, actions=lambda: answer_actions(sample),
-                              session_id=thread_id, shown=shown, services=services)
+        result = await answer(client=client, settings=settings, conversation=state.conversation,
+                              sampling=state.sampling, sample=sample, stop_requested=stop.is_set,
+                              actions=lambda: answer_actions(sample), session_id=thread_id, shown=shown,
+                              services=services)
         await shown.ended()
-    cl.user_session.set("actions", result.message.actions if result.message is not None else [])
+    state.actions = result.message.actions if result.message is not None else []
     if result.text:
-        conversation.add_assistant(result.text)
+        state.conversation.add_assistant(result.text)
 
 
-async def respond_compare(question: str, pair: str) -> None:
+async def respond_compare(state: ChatState, question: str, pair: str) -> None:
     """Compare mode: the question to both contenders, side by side, blind until the vote."""
-    cl.user_session.set("busy", asyncio.current_task())
-    stop = asyncio.Event()
-    cl.user_session.set("stop", stop)
-    await compare(question, pair, settings=settings, sampling=cl.user_session.get("sampling"), services=services,
-                  views=cl.user_session.get("comparisons"), stop_requested=stop.is_set,
-                  session_id=cl.context.session.thread_id)
+    stop = state.begin()
+    await compare(question, pair, settings=settings, sampling=state.sampling, services=services,
+                  views=state.comparisons, stop_requested=stop.is_set, session_id=cl.context.session.thread_id)

@@ -1,22 +1,5 @@
-"""Command line: `python -m backend {run,serve,start,stop,status,check}`.
-
-run     vLLM + chat UI in the foreground (what start_service.sh runs)
-serve   vLLM only, in the foreground, until Ctrl-C
-start   vLLM only, in the background; returns once /health answers
-stop    stop what `start` started
-status  is the server up, what does it serve, how busy is it
-check   validate settings and print the vLLM command line, start nothing
-export  write stored answers as JSONL or Markdown (all, one user's, those with a human verdict, or
-        those where the human verdict and the answer key disagree)
-export --votes [--include-ties] [--format csv] [--user NAME]: the Compare votes as preference pairs,
-        JSONL in the format TRL's DPOTrainer reads (prompt, chosen, rejected as messages, both stamps, the
-        vote and reasons; ties and both bad left out unless --include-ties), or a CSV table of the votes
-user    add/remove/list login users (`user add NAME` asks for the password)
-qa run  ask every keyed question --samples times of the running server; store, grade, print accuracy
-qa board    [--votes FILE] [--json] [--exclude-ties] [--tag TAG] [--bootstrap N] [--seed S]: Bradley-Terry
-            ratings with 95% intervals from battle votes (default: the battles stored in the history)
-qa compare  RUN_A RUN_B [--changed-only] [--json]: two accuracy runs' JSONs question by question
-replay  ANSWER_ID [--json]: send a stored answer's stamped request again, compare (backend/qa/replay.py)
+"""Command line: `python -m backend [COMMAND]` (run, serve, start, stop, status, check, export, user, qa,
+replay; run when none is given). `python -m backend COMMAND -h` explains one; the README lists the common ones.
 """
 
 from __future__ import annotations
@@ -179,39 +162,10 @@ def cmd_user(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _export_options(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--format", choices=["jsonl", "md", "csv"], default="jsonl",
-                       help="export format (csv: with --votes)")
-    group.add_argument("--out", default="-", help="export file (default: standard output)")
-    group.add_argument("--human-verdicts", "--feedback-only", action="store_true",
-                       help="export only answers with a human verdict (Right/Wrong under the answer)")
-    group.add_argument("--disagreements", action="store_true",
-                       help="export only answers whose human verdict differs from the answer key's")
-    group.add_argument("--votes", action="store_true", help="export the Compare votes as preference pairs "
-                       "(JSONL for TRL's DPOTrainer) or, with --format csv, as a table")
-    group.add_argument("--include-ties", action="store_true",
-                       help='export --votes: also ties and both-bad votes, marked "tie": true, neither chosen')
-
-
-def _qa_run_options(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--samples", type=int, default=5, help="answers per question (default 5)")
-    group.add_argument("--questions", type=Path, help="questions file, as backend/answers/grading/questions.json (default: it)")
-    group.add_argument("--parallel", type=int, default=4, help="answers asked at once (default 4)")
-    group.add_argument("--max-tokens", type=int, help="answer token budget (default: a new chat's)")
-    group.add_argument("--temperature", type=float, help="sampling temperature (default: a new chat's)")
-    group.add_argument("--top-p", type=float, help="top-p (default: a new chat's)")
-    group.add_argument("--seed", type=int, help="seed of sample 1; sample k gets seed + k - 1 (default: random)")
-    group.add_argument("--results", type=Path, default=PROJECT_ROOT / "results", help="folder for the JSON and PNG")
-
-
 def cmd_qa(settings: Settings, args: argparse.Namespace) -> int:
     from backend.qa.accounts import LOCAL_USER
     from backend.qa.accuracy_cli import RunOptions, run_accuracy
 
-    if args.action != "run":
-        print("error: qa actions: run [--samples N] [--questions FILE], board [--votes FILE], compare RUN_A RUN_B",
-              file=sys.stderr)
-        return 2
     if args.samples < 1 or args.parallel < 1:
         print("error: --samples and --parallel must be at least 1", file=sys.stderr)
         return 2
@@ -236,55 +190,36 @@ def _settings_or_none() -> Settings | None:
         return None
 
 
-def cmd_replay(argv: list[str]) -> int:
-    """Parsed on its own (an answer id is no `action`), so the main parser stays as it is."""
-    from backend.qa.replay_report import replay_command
-
-    parser = argparse.ArgumentParser(prog="python -m backend replay")
-    parser.add_argument("answer_id", help="the answer's id: `answer_id` in `python -m backend export`")
-    parser.add_argument("--json", action="store_true", help="print the whole comparison as JSON")
-    args = parser.parse_args(argv)
-    settings = _settings_or_none()
-    if settings is None:
-        return 2
-    return replay_command(_asking_settings(settings), args.answer_id, as_json=args.json)
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["replay"]:
-        return cmd_replay(argv[1:])
-    if argv[:1] == ["qa"] and argv[1:2] in (["board"], ["compare"]):
-        from backend.qa.compare.cli import qa_compare_command  # parsed on its own, as replay is
+    from backend.cli_args import DELEGATED, build_parser
 
-        return qa_compare_command(argv[1], argv[2:])
-    parser = argparse.ArgumentParser(prog="python -m backend", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", nargs="?", default="run",
-                        choices=["run", "serve", "start", "stop", "status", "check", "export", "user", "qa"])
-    parser.add_argument("action", nargs="?", choices=["add", "remove", "list", "run"], help="for `user` and `qa`")
-    parser.add_argument("name", nargs="?", help="for `user add/remove`")
-    parser.add_argument("--password-stdin", action="store_true", help="user add: read the password from stdin")
-    parser.add_argument("--user", help="export: only this user's chats (with --votes: votes cast by this user); "
-                        "qa run: whose sidebar gets the run (default local)")
-    _export_options(parser.add_argument_group("export"))
-    _qa_run_options(parser.add_argument_group("qa run"))
-    args = parser.parse_args(argv)
+    parser = build_parser(__doc__)
+    args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    command = args.command or "run"
+    if command == "qa" and args.action in DELEGATED:
+        from backend.qa.compare.cli import qa_compare_command
+
+        return qa_compare_command(args.action, extra)
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     settings = _settings_or_none()
     if settings is None:
         return 2
-    if args.command == "export":
-        return cmd_export(settings, args)
-    if args.command == "user":
-        return cmd_user(settings, args)
-    if args.command == "qa":
-        return cmd_qa(settings, args)
-    if args.command in ("run", "serve"):
+    if command in ("run", "serve"):
         from backend.qa.setup import preflight
         from backend.server.launcher import run
 
-        return run(settings, with_ui=args.command == "run", preflight=preflight)
-    return {"check": cmd_check, "start": cmd_start, "stop": cmd_stop, "status": cmd_status}[args.command](settings)
+        return run(settings, with_ui=command == "run", preflight=preflight)
+    commands = {"export": cmd_export, "user": cmd_user, "qa": cmd_qa, "replay": cmd_replay}
+    if command in commands:
+        return commands[command](settings, args)
+    return {"check": cmd_check, "start": cmd_start, "stop": cmd_stop, "status": cmd_status}[command](settings)
+
+
+def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
+    from backend.qa.replay_report import replay_command
+
+    return replay_command(_asking_settings(settings), args.answer_id, as_json=args.json)
 
 
 if __name__ == "__main__":

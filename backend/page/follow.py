@@ -17,6 +17,7 @@ import chainlit as cl
 from chainlit.data import get_data_layer
 from chainlit.step import StepDict
 
+from backend.page.chat_state import ChatState
 from backend.page.live_answers import AFTER_RESUME, LiveAnswers, last_saved
 from backend.records import RECORD_KEY
 from backend.settings import Settings
@@ -30,13 +31,12 @@ def stale_after(settings: Settings) -> float:
     return 3 * settings.persist_interval + 10
 
 
-async def follow(thread: dict[str, Any], *, answers: LiveAnswers, settings: Settings) -> None:
+async def follow(thread: dict[str, Any], *, answers: LiveAnswers, settings: Settings, state: ChatState) -> None:
     """Called when a chat opens: follow its answer in progress, if it has one."""
     steps = thread.get("steps") or []
     live = await answers.join(thread["id"], cl.context.emitter, {s["id"] for s in steps})
     if live is not None:
-        cl.user_session.set("stop", live.stop)  # Stop in this tab stops it
-        cl.user_session.set("busy", live.task)  # and a new question waits for it
+        state.stop, state.busy = live.stop, live.task  # Stop in this tab stops it; a new question waits
         return
     step = _in_progress(steps)
     if step is None:
@@ -45,7 +45,7 @@ async def follow(thread: dict[str, Any], *, answers: LiveAnswers, settings: Sett
     if saved is None or time.time() - saved > stale_after(settings):
         await mark_interrupted(step)
     else:
-        cl.user_session.set("following", asyncio.create_task(_follow_saves(step, settings)))
+        state.following = asyncio.create_task(_follow_saves(step, settings))
 
 
 def _in_progress(steps: list[StepDict]) -> StepDict | None:
