@@ -1,6 +1,5 @@
 """Chainlit hooks only: every decision lives in backend/ (backend/page renders, the rest is plain Python)."""
 
-
 import chainlit as cl
 from chainlit.config import config
 from chainlit.server import sio
@@ -44,15 +43,19 @@ sio.eio.max_http_buffer_size = 8_000_000
 
 
 if qa.store is not None:
+
     @cl.data_layer
     def history_store():
         return qa.store
 
+
 if uses_password_login(settings, has_users=qa.passwords):
+
     @cl.password_auth_callback
     async def password_login(name: str, password: str) -> cl.User | None:
         return cl.User(identifier=name) if await check_password(qa.users, name, password) else None
 else:
+
     @cl.header_auth_callback
     async def local_login(_headers) -> cl.User:
         return cl.User(identifier=LOCAL_USER)  # no users, or a booth: the single local user, no form
@@ -72,9 +75,15 @@ async def app_shutdown() -> None:
 @cl.set_chat_profiles
 async def chat_profiles(_user=None, _language=None) -> list[cl.ChatProfile]:
     # One profile with an icon: Chainlit then shows its description on the welcome screen.
-    return [cl.ChatProfile(name=settings.resolved_served_name, default=True, icon="/public/model.svg",
-                           markdown_description=f"**{settings.resolved_served_name}** · served by vLLM · "
-                                                "ask a question or pick an example")]
+    return [
+        cl.ChatProfile(
+            name=settings.resolved_served_name,
+            default=True,
+            icon="/public/model.svg",
+            markdown_description=f"**{settings.resolved_served_name}** · served by vLLM · "
+            "ask a question or pick an example",
+        )
+    ]
 
 
 @cl.set_starters
@@ -193,15 +202,13 @@ async def regenerate(action: cl.Action) -> None:
 @guarded
 async def battle_vote(action: cl.Action) -> None:
     user = cl.context.session.user
-    await cast_vote(action.payload, views=init_session().comparisons,
-                    user=user.identifier if user else "")
+    await cast_vote(action.payload, views=init_session().comparisons, user=user.identifier if user else "")
 
 
 @cl.action_callback("export")
 @guarded
 async def export_chat(_action: cl.Action) -> None:
-    await send_export(settings, thread_id=cl.context.session.thread_id,
-                                history_off_reason=qa.history_off_reason)
+    await send_export(settings, thread_id=cl.context.session.thread_id, history_off_reason=qa.history_off_reason)
 
 
 @cl.action_callback("replay")
@@ -211,8 +218,13 @@ async def replay_answer(action: cl.Action) -> None:
     if busy_elsewhere(init_session()):
         await notice("Still answering: wait for it (a replay beside it would not be comparable), then replay.")
         return
-    await send_replay(client, settings, thread_id=cl.context.session.thread_id, answer_id=action.forId or "",
-                      history_off_reason=qa.history_off_reason)
+    await send_replay(
+        client,
+        settings,
+        thread_id=cl.context.session.thread_id,
+        answer_id=action.forId or "",
+        history_off_reason=qa.history_off_reason,
+    )
 
 
 async def respond(state: ChatState, *, sample: int) -> None:
@@ -223,10 +235,18 @@ async def respond(state: ChatState, *, sample: int) -> None:
             await old.remove()
     thread_id = cl.context.session.thread_id
     with services.live.streaming(thread_id, stop) as shown:
-        result = await answer(client=client, settings=settings, conversation=state.conversation,
-                              sampling=state.sampling, sample=sample, stop_requested=stop.is_set,
-                              actions=lambda: answer_actions(sample), session_id=thread_id, shown=shown,
-                              services=services)
+        result = await answer(
+            client=client,
+            settings=settings,
+            conversation=state.conversation,
+            sampling=state.sampling,
+            sample=sample,
+            stop_requested=stop.is_set,
+            actions=lambda: answer_actions(sample),
+            session_id=thread_id,
+            shown=shown,
+            services=services,
+        )
         await shown.ended()
     state.actions = result.message.actions if result.message is not None else []
     if result.text:
@@ -236,5 +256,13 @@ async def respond(state: ChatState, *, sample: int) -> None:
 async def respond_compare(state: ChatState, question: str, pair: str) -> None:
     """Compare mode: the question to both contenders, side by side, blind until the vote."""
     stop = state.begin()
-    await compare(question, pair, settings=settings, sampling=state.sampling, services=services,
-                  views=state.comparisons, stop_requested=stop.is_set, session_id=cl.context.session.thread_id)
+    await compare(
+        question,
+        pair,
+        settings=settings,
+        sampling=state.sampling,
+        services=services,
+        views=state.comparisons,
+        stop_requested=stop.is_set,
+        session_id=cl.context.session.thread_id,
+    )

@@ -51,9 +51,14 @@ def cmd_start(settings: Settings) -> int:
     log = settings.log_dir / f"serve-{settings.vllm_port}.out"
     settings.log_dir.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "backend", "serve"], cwd=PROJECT_ROOT,
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "backend", "serve"],
+            cwd=PROJECT_ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     write_pidfile(pidfile, proc.pid)
     # `serve` applies the start-up timeout itself and exits when it passes; the margin covers its own start.
     awaited = Awaited(f"{settings.server_url}/health", settings.startup_timeout + 60, gone=process_gone(proc))
@@ -117,18 +122,27 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
 
         return votes_command(history_source(settings), args)
     try:
-        records = load_records(history_source(settings), user=args.user, human_only=args.human_verdicts,
-                               disagreements=args.disagreements)
+        records = load_records(
+            history_source(settings), user=args.user, human_only=args.human_verdicts, disagreements=args.disagreements
+        )
     except (HistoryUnavailable, sqlite3.Error) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     if not records:
-        which = (" where the human verdict and the answer key disagree" if args.disagreements
-                 else " with a human verdict" if args.human_verdicts else "")
+        which = (
+            " where the human verdict and the answer key disagree"
+            if args.disagreements
+            else " with a human verdict"
+            if args.human_verdicts
+            else ""
+        )
         who = f" of user {args.user}" if args.user else ""
         todo = " (and set your verdict, Right or Wrong, under answers)" if which else ""
-        print(f"error: no stored answers{which}{who} in {history_source(settings)}: nothing was written. "
-              f"Chat first{todo}, then export.", file=sys.stderr)
+        print(
+            f"error: no stored answers{which}{who} in {history_source(settings)}: nothing was written. "
+            f"Chat first{todo}, then export.",
+            file=sys.stderr,
+        )
         return 1
     text = render(records, args.format)
     if args.out == "-":
@@ -169,10 +183,20 @@ def cmd_qa(settings: Settings, args: argparse.Namespace) -> int:
     if args.samples < 1 or args.parallel < 1:
         print("error: --samples and --parallel must be at least 1", file=sys.stderr)
         return 2
-    return run_accuracy(_asking_settings(settings), RunOptions(
-        samples=args.samples, questions_file=args.questions, user=args.user or LOCAL_USER, out_dir=args.results,
-        parallel=args.parallel, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-        seed=args.seed))
+    return run_accuracy(
+        _asking_settings(settings),
+        RunOptions(
+            samples=args.samples,
+            questions_file=args.questions,
+            user=args.user or LOCAL_USER,
+            out_dir=args.results,
+            parallel=args.parallel,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            max_tokens=args.max_tokens,
+            seed=args.seed,
+        ),
+    )
 
 
 def _asking_settings(settings: Settings) -> Settings:

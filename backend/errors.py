@@ -77,8 +77,10 @@ def user_message(err: BaseException) -> str:
     """The one place where an exception becomes chat text: ours verbatim, anything else generic."""
     if isinstance(err, ChatAppError):
         return str(err)
-    return ("Something went wrong on our side while answering. Your message is kept; please send it "
-            "again. If it keeps happening, check the app's log.")
+    return (
+        "Something went wrong on our side while answering. Your message is kept; please send it "
+        "again. If it keeps happening, check the app's log."
+    )
 
 
 # Notices (not answers) on the page: written by the page and by the history store, read by tests.

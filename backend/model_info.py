@@ -9,8 +9,16 @@ from pathlib import Path
 from typing import Any
 
 # Keys of generation_config.json that change sampling when a request leaves them out.
-SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
-                 "frequency_penalty", "max_new_tokens")
+SAMPLING_KEYS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "max_new_tokens",
+)
 
 
 def generation_config(model_path: str) -> dict[str, Any]:
@@ -36,9 +44,18 @@ def chat_template_takes(model_path: str, variable: str) -> bool:
 
 # Files whose bytes decide the tokens: weights, tokenizer, model config, chat template.
 HASHED_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".model", ".tiktoken", ".jinja")
-HASHED_NAMES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt",
-                "preprocessor_config.json", "chat_template.json")
+HASHED_NAMES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "preprocessor_config.json",
+    "chat_template.json",
+)
 HASH_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "model-hashes.json"
 
 
@@ -47,8 +64,11 @@ def hashed_files(model_path: str) -> list[Path]:
     root = Path(model_path)
     if not root.is_dir():
         return []
-    return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")
-                  and (p.name in HASHED_NAMES or p.suffix in HASHED_SUFFIXES))
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith(".") and (p.name in HASHED_NAMES or p.suffix in HASHED_SUFFIXES)
+    )
 
 
 def model_files_hash(model_path: str, *, cache_path: Path = HASH_CACHE) -> str | None:

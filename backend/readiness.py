@@ -42,9 +42,11 @@ def never_gone() -> str | None:
 
 def process_gone(proc: subprocess.Popen) -> Callable[[], str | None]:
     """A `gone` check for a child process: any exit before it is ready is a failure, code 0 too."""
+
     def gone() -> str | None:
         code = proc.poll()
         return None if code is None else f"exited with code {code}"
+
     return gone
 
 
@@ -86,8 +88,9 @@ class Awaited:
         return self.judge(answered)
 
 
-def wait_ready(awaited: Awaited, *, on_wait: Callable[[Outcome], None] | None = None,
-               interval: float = POLL_INTERVAL) -> Outcome:
+def wait_ready(
+    awaited: Awaited, *, on_wait: Callable[[Outcome], None] | None = None, interval: float = POLL_INTERVAL
+) -> Outcome:
     """Probe until the verdict is no longer WAITING; `on_wait` is called after each miss."""
     with httpx.Client() as http:
         while (outcome := awaited.probe(http)).verdict is Verdict.WAITING:
@@ -97,9 +100,13 @@ def wait_ready(awaited: Awaited, *, on_wait: Callable[[Outcome], None] | None = 
     return outcome
 
 
-async def await_ready(awaited: Awaited, *, http: httpx.AsyncClient,
-                      on_wait: Callable[[Outcome], Awaitable[None]] | None = None,
-                      interval: float = POLL_INTERVAL) -> Outcome:
+async def await_ready(
+    awaited: Awaited,
+    *,
+    http: httpx.AsyncClient,
+    on_wait: Callable[[Outcome], Awaitable[None]] | None = None,
+    interval: float = POLL_INTERVAL,
+) -> Outcome:
     """The asyncio twin of wait_ready, on the caller's client (the page keeps one for all checks)."""
     while (outcome := await awaited.aprobe(http)).verdict is Verdict.WAITING:
         if on_wait:

@@ -97,17 +97,41 @@ def grade_fields(grade: Any) -> dict[str, Any] | None:
     if grade is None:
         return None
     fields = asdict(grade) if is_dataclass(grade) and not isinstance(grade, type) else {}
-    return {**fields, "question_id": grade.question_id, "expected": grade.expected,
-            "outcome": grade.outcome, "read": getattr(grade, "read", None)}
+    return {
+        **fields,
+        "question_id": grade.question_id,
+        "expected": grade.expected,
+        "outcome": grade.outcome,
+        "read": getattr(grade, "read", None),
+    }
 
 
-def answer_record(*, question_id: str, question: str, sample: int, outcome: str, reasoning: str, answer: str,
-                  verdict: Any, stamp: dict[str, Any], thinking_step_id: str = "") -> dict[str, Any]:
+def answer_record(
+    *,
+    question_id: str,
+    question: str,
+    sample: int,
+    outcome: str,
+    reasoning: str,
+    answer: str,
+    verdict: Any,
+    stamp: dict[str, Any],
+    thinking_step_id: str = "",
+) -> dict[str, Any]:
     """The metadata stored with an answer message, by the page and by accuracy runs alike."""
-    record = AnswerRecord(version=RECORD_VERSION, kind="answer", question_id=question_id, question=question, sample=sample,
-                          outcome=outcome, thinking_step_id=thinking_step_id, reasoning=reasoning, answer=answer,
-                          verdict=None if verdict is None else GradeRecord.model_validate(grade_fields(verdict)),
-                          stamp=Stamp.model_validate(stamp))
+    record = AnswerRecord(
+        version=RECORD_VERSION,
+        kind="answer",
+        question_id=question_id,
+        question=question,
+        sample=sample,
+        outcome=outcome,
+        thinking_step_id=thinking_step_id,
+        reasoning=reasoning,
+        answer=answer,
+        verdict=None if verdict is None else GradeRecord.model_validate(grade_fields(verdict)),
+        stamp=Stamp.model_validate(stamp),
+    )
     return {RECORD_KEY: record.stored()}
 
 

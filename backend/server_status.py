@@ -35,8 +35,10 @@ class BackendStatus:
         if self.state == "starting":
             in_phase = max(0, int(now - self.phase_since)) if self.phase_since else waited
             started = f" (started {waited} s ago)" if waited - in_phase >= 5 else ""
-            return (f"The model server is starting: {self.phase or 'launching'}, {in_phase} s so far{started}. "
-                    "Questions asked now are answered as soon as it is ready.")
+            return (
+                f"The model server is starting: {self.phase or 'launching'}, {in_phase} s so far{started}. "
+                "Questions asked now are answered as soon as it is ready."
+            )
         if self.state == "restarting":
             return f"The model server stopped unexpectedly and is restarting ({self.phase}). Please wait a moment."
         if self.state == "failed":

@@ -51,14 +51,31 @@ def build_runtime(app: Path, env: dict[str, str], drop: str) -> None:
     subprocess.run([str(app / "scripts" / "setup.sh")], env=env, check=True)
     say(f"runtime environment built from locks/ui.txt in {time.monotonic() - started:.0f} s")
     if drop:
-        subprocess.run([str(app / ".tools" / "bin" / "uv"), "pip", "uninstall", "--quiet", "--python",
-                        str(app / ".venv" / "bin" / "python"), drop], check=True)
+        subprocess.run(
+            [
+                str(app / ".tools" / "bin" / "uv"),
+                "pip",
+                "uninstall",
+                "--quiet",
+                "--python",
+                str(app / ".venv" / "bin" / "python"),
+                drop,
+            ],
+            check=True,
+        )
         say(f"removed {drop} from the runtime environment (this run must fail)")
 
 
 def start_page(app: Path, env: dict[str, str], log: Path) -> tuple[subprocess.Popen, threading.Event]:
-    proc = subprocess.Popen([str(app / "start_service.sh")], env=env, cwd=app, text=True, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [str(app / "start_service.sh")],
+        env=env,
+        cwd=app,
+        text=True,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     ready = threading.Event()
 
     def pump() -> None:
@@ -68,6 +85,7 @@ def start_page(app: Path, env: dict[str, str], log: Path) -> tuple[subprocess.Po
                 out.flush()
                 if READY in line:
                     ready.set()
+
     threading.Thread(target=pump, daemon=True).start()
     return proc, ready
 
@@ -94,10 +112,18 @@ def run_check(drop: str) -> str:
     with tempfile.TemporaryDirectory(prefix="rchat-runtime-") as tmp:
         work = Path(tmp)
         fake_port, ui_port = free_port(), free_port()
-        env = clean_env(RCHAT_BASE_URL=f"http://127.0.0.1:{fake_port}/v1", RCHAT_UI_PORT=str(ui_port),
-                        RCHAT_DATA_DIR=str(work / "data"), RCHAT_LOG_DIR=str(work / "logs"))
-        fake = spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(fake_port)], env=None,
-                           log_path=work / "fake.log", cwd=ROOT)
+        env = clean_env(
+            RCHAT_BASE_URL=f"http://127.0.0.1:{fake_port}/v1",
+            RCHAT_UI_PORT=str(ui_port),
+            RCHAT_DATA_DIR=str(work / "data"),
+            RCHAT_LOG_DIR=str(work / "logs"),
+        )
+        fake = spawn_group(
+            [sys.executable, "-m", "tests.fake_openai_server", str(fake_port)],
+            env=None,
+            log_path=work / "fake.log",
+            cwd=ROOT,
+        )
         page = None
         try:
             build_runtime(work / "app", env, drop)

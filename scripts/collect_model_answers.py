@@ -37,12 +37,22 @@ def split_reasoning(content: str) -> tuple[str, str]:
 
 async def ask(client, model: str, q: Question, temperature: float, seed: int, max_tokens: int) -> dict:
     reply = await client.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": q.question}], temperature=temperature,
-        top_p=1.0, max_tokens=max_tokens, seed=seed)
+        model=model,
+        messages=[{"role": "user", "content": q.question}],
+        temperature=temperature,
+        top_p=1.0,
+        max_tokens=max_tokens,
+        seed=seed,
+    )
     reasoning, answer = split_reasoning(reply.choices[0].message.content or "")
-    return {"question_id": q.id, "question": q.question, "reasoning": reasoning, "answer": answer,
-            "finish_reason": reply.choices[0].finish_reason,
-            "source": f"{model} temperature={temperature} seed={seed} max_tokens={max_tokens}"}
+    return {
+        "question_id": q.id,
+        "question": q.question,
+        "reasoning": reasoning,
+        "answer": answer,
+        "finish_reason": reply.choices[0].finish_reason,
+        "source": f"{model} temperature={temperature} seed={seed} max_tokens={max_tokens}",
+    }
 
 
 async def collect(client, model: str, args: argparse.Namespace) -> int:
@@ -61,8 +71,9 @@ async def collect(client, model: str, args: argparse.Namespace) -> int:
     # Rounds over all questions, each at a different temperature in each round, so that an interrupted
     # run still has every question, at several temperatures.
     temps, questions = args.temperatures, load_questions()
-    await asyncio.gather(*(one(q, temps[(i + r) % len(temps)])
-                           for r in range(len(temps)) for i, q in enumerate(questions)))
+    await asyncio.gather(
+        *(one(q, temps[(i + r) % len(temps)]) for r in range(len(temps)) for i, q in enumerate(questions))
+    )
     return done
 
 
@@ -83,8 +94,7 @@ def main() -> int:
         client = AsyncOpenAI(base_url=f"{args.url}/v1", api_key=args.api_key, max_retries=0, timeout=3600)
         done = asyncio.run(collect(client, args.model, args))
     else:
-        settings = load_settings(_env_file=None, vllm_port=free_port(), ui_port=free_port(),
-                                 log_dir=args.out.parent)
+        settings = load_settings(_env_file=None, vllm_port=free_port(), ui_port=free_port(), log_dir=args.out.parent)
         with VLLMServer(settings) as server:
             from openai import AsyncOpenAI
 

@@ -1,6 +1,6 @@
 """Prints the import graph between the roles of backend/ as a Mermaid diagram (docs/architecture.md).
 
-    .venv/bin/python scripts/import_graph.py
+.venv/bin/python scripts/import_graph.py
 """
 
 from __future__ import annotations

@@ -42,8 +42,12 @@ from backend.errors import NOTICE_MARK  # noqa: E402
 from backend.server.processes import free_port, stop_group  # noqa: E402
 
 QUESTION = "What is the capital of France?"
-MARKS = {"setup": re.compile(r"\[setup\] set-up done"), "page": re.compile(r"chat page up at|chat ready at"),
-         "vllm_healthy": re.compile(r"vLLM healthy after"), "ready": re.compile(r"chat ready at")}
+MARKS = {
+    "setup": re.compile(r"\[setup\] set-up done"),
+    "page": re.compile(r"chat page up at|chat ready at"),
+    "vllm_healthy": re.compile(r"vLLM healthy after"),
+    "ready": re.compile(r"chat ready at"),
+}
 PHASE = re.compile(r"\[start\]\s+\d+ s  vLLM: (.*)")
 
 
@@ -61,8 +65,15 @@ class Start:
         self.started = time.monotonic()
         self.marks: dict[str, float] = {}
         self.phases: list[tuple[float, str]] = []
-        self.proc = subprocess.Popen([str(app / "start_service.sh")], cwd=app, env=env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [str(app / "start_service.sh")],
+            cwd=app,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -89,7 +100,10 @@ class Start:
         self.wait_for("page")
         answer = asyncio.run(_ask(url))
         whole = round(time.monotonic() - self.started, 1)
-        if not [t for t in answer.texts.values() if t.strip() and not t.startswith(NOTICE_MARK)] or not answer.token_times:
+        if (
+            not [t for t in answer.texts.values() if t.strip() and not t.startswith(NOTICE_MARK)]
+            or not answer.token_times
+        ):
             raise RuntimeError(f"no answer: {answer.texts}")
         first = whole - (time.perf_counter() - answer.token_times[0])
         return {"first_token": round(first, 1), "whole_answer": whole}
@@ -145,15 +159,19 @@ def first_run(cache: Path | None, state: str, *, restart: bool, commit: str = ""
 
 
 def table(runs: list[dict]) -> str:
-    rows = ["| caches | start | set-up | page serving | vLLM healthy | first answer: first token / end | load |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| caches | start | set-up | page serving | vLLM healthy | first answer: first token / end | load |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for run in runs:
         for kind in ("first", "restart"):
             r = run.get(kind)
             if r:
                 answer = f"{r['first_token']} / {r['whole_answer']}" if "first_token" in r else r.get("error", "-")
-                rows.append(f"| {run['cache']} | {kind} | {r.get('setup', '-')} | {r.get('page', '-')} | "
-                            f"{r.get('vllm_healthy', '-')} | {answer} | {r['load_before']:.1f} |")
+                rows.append(
+                    f"| {run['cache']} | {kind} | {r.get('setup', '-')} | {r.get('page', '-')} | "
+                    f"{r.get('vllm_healthy', '-')} | {answer} | {r['load_before']:.1f} |"
+                )
     return "\n".join(rows)
 
 
@@ -171,10 +189,19 @@ def main() -> int:
     # From empty, all runs share new cache folders; without "empty", this machine's own caches serve.
     cache = Path(tempfile.mkdtemp(prefix="rchat-caches-")) if "empty" in states else None
     runs = [first_run(cache, state, restart=not args.no_restart, commit=args.commit) for state in states]
-    commit = args.commit or subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                           capture_output=True, text=True).stdout.strip()
-    result = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpu": cpu_model(), "cores": os.cpu_count(),
-              "commit": commit, "runs": runs}
+    commit = (
+        args.commit
+        or subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+    )
+    result = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "commit": commit,
+        "runs": runs,
+    }
     print("\n" + table(runs))
     out = ROOT / "results" / f"first-run-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)

@@ -6,16 +6,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from backend.settings import PROJECT_ROOT, Settings
 
-SECTIONS = {"model": "The model", "base_url": "Where vLLM runs",
-            "gpu_memory_utilization": "vLLM tuning (empty = vLLM's or the machine's default)",
-            "ui_host": "The chat page", "connect_timeout": "The client",
-            "default_system_prompt": "Defaults of the per-chat settings panel",
-            "kiosk": "Booth mode (a kiosk screen at a demo booth)"}
+SECTIONS = {
+    "model": "The model",
+    "base_url": "Where vLLM runs",
+    "gpu_memory_utilization": "vLLM tuning (empty = vLLM's or the machine's default)",
+    "ui_host": "The chat page",
+    "connect_timeout": "The client",
+    "default_system_prompt": "Defaults of the per-chat settings panel",
+    "kiosk": "Booth mode (a kiosk screen at a demo booth)",
+}
 
 
 def main() -> None:
-    out = ["# Every setting of the app. Copy to .env and change what you need; an empty value means the default.",
-           "# Each key is RCHAT_ + the setting's name. A bad value stops start-up with a line that names it."]
+    out = [
+        "# Every setting of the app. Copy to .env and change what you need; an empty value means the default.",
+        "# Each key is RCHAT_ + the setting's name. A bad value stops start-up with a line that names it.",
+    ]
     for name, field in Settings.model_fields.items():
         if name in SECTIONS:
             out += ["", f"# --- {SECTIONS[name]} ---"]

@@ -58,8 +58,9 @@ def fake_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The fake OpenAI-compatible server of tests/fake_openai_server.py (see its docstring for why)."""
     port = free_port()
     log = tmp_path_factory.mktemp("fake") / "fake.log"
-    fake = processes.spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(port)], env=None,
-                                 log_path=log, cwd=PROJECT_ROOT)
+    fake = processes.spawn_group(
+        [sys.executable, "-m", "tests.fake_openai_server", str(port)], env=None, log_path=log, cwd=PROJECT_ROOT
+    )
     url = f"http://127.0.0.1:{port}"
     outcome = wait_ready(Awaited(f"{url}/health", 30, gone=process_gone(fake)), interval=0.2)
     assert outcome.verdict is Verdict.READY, f"{outcome.reason}: {log.read_text()}"

@@ -34,8 +34,13 @@ XSS = 'Here you go: <script>window.__pwned = 1</script> and <img src=x onerror="
 
 def chunk(*, content: str | None = None, reasoning: str | None = None, finish: str | None = None) -> str:
     delta = {k: v for k, v in (("content", content), ("reasoning", reasoning)) if v is not None}
-    body = {"id": "fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": "fake",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return f"data: {json.dumps(body)}\n\n"
 
 
@@ -48,7 +53,9 @@ def script_for(text: str, budget: int | None = None) -> list[dict]:
     if "FIELD" in text:
         return [{"reasoning": p} for p in ("Compare ", "tenths: ", "8 > 1.")] + [{"content": "9.8 is bigger."}]
     if "CUTOFF" in text:
-        return [{"content": p} for p in ("<thi", "nk>Let me think ", "for a very ", "long time")] + [{"finish": "length"}]
+        return [{"content": p} for p in ("<thi", "nk>Let me think ", "for a very ", "long time")] + [
+            {"finish": "length"}
+        ]
     if "SCRIPT" in text:
         return [{"content": XSS}]
     pieces = ["<th", "ink>9.8 is 9.80; ", "80 hundredths beat 11.", "</thi", "nk>\n\nThe bigger number is **9.8**."]
@@ -84,8 +91,14 @@ async def completions(request: Request):
                 continue
             yield chunk(**step)
         yield chunk(finish=finish)
-        usage = {"id": "fake", "object": "chat.completion.chunk", "created": 0, "model": "fake", "choices": [],
-                 "usage": {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22}}
+        usage = {
+            "id": "fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "fake",
+            "choices": [],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22},
+        }
         if "FIELD" in text:  # as vLLM reports it when started with a reasoning parser
             usage["usage"]["completion_tokens_details"] = {"reasoning_tokens": 5}
         yield f"data: {json.dumps(usage)}\n\n"
@@ -98,8 +111,7 @@ async def health(_request: Request):
     return JSONResponse({})
 
 
-app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"]),
-                        Route("/health", health)])
+app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"]), Route("/health", health)])
 
 if __name__ == "__main__":
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")

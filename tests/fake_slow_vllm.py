@@ -27,11 +27,13 @@ from starlette.routing import Route
 from tests import fake_openai_server
 
 # vLLM's own log lines, one per phase the launcher reads (backend/server/supervisor.PHASES).
-START_LINES = ("INFO [api_utils.py:286] non-default args: {}",
-               "INFO [model.py:733] Resolved architecture: LlamaForCausalLM",
-               "INFO [cpu_model_runner.py:68] Starting to load model fake...",
-               "INFO [default_loader.py:501] Loading weights took 0.01 seconds",
-               "INFO [cpu_model_runner.py:87] Warming up model for the compilation...")
+START_LINES = (
+    "INFO [api_utils.py:286] non-default args: {}",
+    "INFO [model.py:733] Resolved architecture: LlamaForCausalLM",
+    "INFO [cpu_model_runner.py:68] Starting to load model fake...",
+    "INFO [default_loader.py:501] Loading weights took 0.01 seconds",
+    "INFO [cpu_model_runner.py:87] Warming up model for the compilation...",
+)
 
 
 async def health(_request: Request) -> PlainTextResponse:
@@ -42,10 +44,21 @@ async def chat(request: Request):
     body = await request.json()
     if body.get("stream"):
         return await fake_openai_server.completions(request)
-    return JSONResponse({"id": "fake", "object": "chat.completion", "model": body.get("model", "fake"),
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": "The capital of France is Paris."}}],
-                         "usage": {"prompt_tokens": 44, "completion_tokens": 8}})
+    return JSONResponse(
+        {
+            "id": "fake",
+            "object": "chat.completion",
+            "model": body.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "The capital of France is Paris."},
+                }
+            ],
+            "usage": {"prompt_tokens": 44, "completion_tokens": 8},
+        }
+    )
 
 
 def main(argv: list[str]) -> None:

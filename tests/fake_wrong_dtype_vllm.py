@@ -31,12 +31,19 @@ def make_app(dtype: str) -> Starlette:
     async def chat(request: Request) -> JSONResponse:
         body = await request.json()
         prompt = body["messages"][-1]["content"]
-        right = dtype == "float32" or ("ONEDNN_MAX_CPU_ISA" in os.environ and "FAKE_SALAD_EVEN_CAPPED" not in os.environ)
+        right = dtype == "float32" or (
+            "ONEDNN_MAX_CPU_ISA" in os.environ and "FAKE_SALAD_EVEN_CAPPED" not in os.environ
+        )
         answer = "The capital of France is Paris." if right else SALAD
-        return JSONResponse({"id": "fake", "object": "chat.completion", "model": body.get("model", "fake"),
-                             "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
-                                          "finish_reason": "stop"}],
-                             "usage": {"prompt_tokens": len(prompt.split()) + 10, "completion_tokens": 9}})
+        return JSONResponse(
+            {
+                "id": "fake",
+                "object": "chat.completion",
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": len(prompt.split()) + 10, "completion_tokens": 9},
+            }
+        )
 
     return Starlette(routes=[Route("/health", health), Route("/v1/chat/completions", chat, methods=["POST"])])
 

@@ -39,9 +39,16 @@ async def write(store, worker: int, threads: int, steps: int, updates: int) -> N
         thread_id = f"w{worker}-t{t}"
         await store.update_thread(thread_id, name=f"chat {thread_id}", user_id=user.id)
         for s in range(steps):
-            step = {"id": f"{thread_id}-s{s}", "threadId": thread_id, "name": "model", "type": "assistant_message",
-                    "streaming": True, "metadata": {"rchat": {"kind": "answer"}}, "tags": ["a"],
-                    "createdAt": f"2026-12-08T00:00:{s:02d}.{t:06d}Z"}
+            step = {
+                "id": f"{thread_id}-s{s}",
+                "threadId": thread_id,
+                "name": "model",
+                "type": "assistant_message",
+                "streaming": True,
+                "metadata": {"rchat": {"kind": "answer"}},
+                "tags": ["a"],
+                "createdAt": f"2026-12-08T00:00:{s:02d}.{t:06d}Z",
+            }
             for u in range(updates):
                 await store.update_step({**step, "output": f"version {u}", "streaming": u < updates - 1})
 

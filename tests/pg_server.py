@@ -25,8 +25,10 @@ import pytest
 
 from backend.server.processes import free_port
 
-MISSING = ("PostgreSQL's initdb and pg_ctl are not installed (Debian: apt-get install postgresql; "
-           "scripts/setup.sh --dev installs it)")
+MISSING = (
+    "PostgreSQL's initdb and pg_ctl are not installed (Debian: apt-get install postgresql; "
+    "scripts/setup.sh --dev installs it)"
+)
 
 
 def pg_bin() -> Path | None:
@@ -51,8 +53,16 @@ def _pg(user: pwd.struct_passwd | None, *argv: object) -> None:
             os.setgid(user.pw_gid)
             os.setuid(user.pw_uid)
 
-    out = subprocess.run([str(a) for a in argv], preexec_fn=drop, capture_output=True, text=True, timeout=120,
-                         check=False, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}, cwd="/")
+    out = subprocess.run(
+        [str(a) for a in argv],
+        preexec_fn=drop,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+        cwd="/",
+    )
     assert out.returncode == 0, f"{argv[0]} failed: {out.stdout}{out.stderr}"
 
 
@@ -65,8 +75,20 @@ class Server:
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-        _pg(self.user, self.bin_dir / "pg_ctl", "-D", self.folder / "data", "-l", self.folder / "server.log",
-            "-o", options, "-w", "-t", "60", "start")
+        _pg(
+            self.user,
+            self.bin_dir / "pg_ctl",
+            "-D",
+            self.folder / "data",
+            "-l",
+            self.folder / "server.log",
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def stop(self) -> None:
         _pg(self.user, self.bin_dir / "pg_ctl", "-D", self.folder / "data", "-m", "immediate", "-w", "stop")
@@ -83,8 +105,20 @@ def throwaway_server() -> Iterator[Server]:
     if user is not None:
         os.chown(folder, user.pw_uid, user.pw_gid)
     server = Server(bin_dir, user, folder)
-    _pg(user, bin_dir / "initdb", "-D", folder / "data", "-A", "trust", "-U", "rchat", "-E", "UTF8", "--locale=C",
-        "--no-sync")
+    _pg(
+        user,
+        bin_dir / "initdb",
+        "-D",
+        folder / "data",
+        "-A",
+        "trust",
+        "-U",
+        "rchat",
+        "-E",
+        "UTF8",
+        "--locale=C",
+        "--no-sync",
+    )
     server.start()
     try:
         yield server

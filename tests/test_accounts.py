@@ -10,22 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from backend.qa.accounts import (
-    AccountsError,
-    check_password,
-    ensure_auth_secret,
-    keep_in_file,
-    load_users,
-    set_user,
-)
+from backend.qa.accounts import AccountsError, check_password, ensure_auth_secret, keep_in_file, load_users, set_user
 from backend.settings import PROJECT_ROOT
 from tests.conftest import make_settings
 
 
 async def test_a_user_added_by_the_cli_logs_in_with_that_password_only(tmp_path: Path) -> None:
     env = {"RCHAT_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-m", "backend", "user", "add", "alice", "--password-stdin"],
-                         input="correct horse battery\n", capture_output=True, text=True, env=env, cwd=PROJECT_ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "backend", "user", "add", "alice", "--password-stdin"],
+        input="correct horse battery\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=PROJECT_ROOT,
+    )
     assert out.returncode == 0, out.stderr
     stored = (tmp_path / "users.json").read_text()
     assert "correct horse" not in stored and json.loads(stored)["alice"].startswith("$argon2id$")

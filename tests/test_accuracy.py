@@ -10,12 +10,15 @@ from backend.qa.accuracy import Graded, QuestionAccuracy, overall, wilson_interv
 from backend.qa.verdicts import agreement, describe_key, human_verdict
 
 
-@pytest.mark.parametrize(("correct", "n", "low", "high"), [
-    (0, 5, 0.0, 0.4345),    # published values (e.g. Brown, Cai & DasGupta 2001; any Wilson calculator)
-    (5, 5, 0.5655, 1.0),
-    (2, 5, 0.1176, 0.7693),
-    (50, 100, 0.4038, 0.5962),
-])
+@pytest.mark.parametrize(
+    ("correct", "n", "low", "high"),
+    [
+        (0, 5, 0.0, 0.4345),  # published values (e.g. Brown, Cai & DasGupta 2001; any Wilson calculator)
+        (5, 5, 0.5655, 1.0),
+        (2, 5, 0.1176, 0.7693),
+        (50, 100, 0.4038, 0.5962),
+    ],
+)
 def test_the_wilson_interval_matches_published_values(correct: int, n: int, low: float, high: float) -> None:
     assert wilson_interval(correct, n) == pytest.approx((low, high), abs=1e-4)
 
@@ -36,7 +39,9 @@ def test_majority_vote_counts_every_right_form_as_one_answer_and_splits_wrong_on
     right, unclear = Graded("correct", "9.8"), Graded("unclear")
     assert q(right, Graded("correct", "9.80"), Graded("incorrect", "9.11")).majority_correct
     # Two right against three wrong answers that all differ: the right answer is still the most common.
-    assert q(right, right, Graded("incorrect", "1"), Graded("incorrect", "2"), Graded("incorrect", "3")).majority_correct
+    assert q(
+        right, right, Graded("incorrect", "1"), Graded("incorrect", "2"), Graded("incorrect", "3")
+    ).majority_correct
     assert not q(right, Graded("incorrect", "9.11"), Graded("incorrect", "9.11")).majority_correct
     assert not q(right, Graded("incorrect", "9.11")).majority_correct  # a tie is not a majority
     assert not q(unclear, unclear).majority_correct  # nothing settled on
@@ -58,5 +63,7 @@ def test_a_human_verdict_agrees_or_disagrees_with_the_answer_key() -> None:
     assert agreement({"outcome": "unclear"}, wrong) == "disagree"  # the key could not tell; the person could
     assert agreement({"expected": "9.8", "correct": False}, wrong) == "agree"  # records from before outcomes
     assert agreement(None, right) is None and agreement({"outcome": "correct"}, None) is None
-    assert describe_key({"outcome": "incorrect", "read": "1.11", "expected": "9.8"}) == \
-        "answer key: incorrect — final answer read as 1.11; expected 9.8"
+    assert (
+        describe_key({"outcome": "incorrect", "read": "1.11", "expected": "9.8"})
+        == "answer key: incorrect — final answer read as 1.11; expected 9.8"
+    )

@@ -41,13 +41,31 @@ def three_questions(folder: Path) -> tuple[Path, list[dict]]:
 
 
 def qa_env(server: VLLMServer, data: Path) -> dict[str, str]:
-    return {"RCHAT_VLLM_PORT": str(server.settings.vllm_port), "RCHAT_API_KEY": server.api_key,
-            "RCHAT_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"}
+    return {
+        "RCHAT_VLLM_PORT": str(server.settings.vllm_port),
+        "RCHAT_API_KEY": server.api_key,
+        "RCHAT_DATA_DIR": str(data),
+        "PATH": "/usr/bin:/bin",
+    }
 
 
 def qa_run_argv(questions: Path, results: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "backend", "qa", "run", "--samples", str(SAMPLES), "--questions", str(questions),
-            "--max-tokens", str(MAX_TOKENS), "--results", str(results), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "backend",
+        "qa",
+        "run",
+        "--samples",
+        str(SAMPLES),
+        "--questions",
+        str(questions),
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--results",
+        str(results),
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +73,22 @@ def run(vllm_server: VLLMServer, tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("qa-run")
     questions_file, questions = three_questions(folder)
     env = qa_env(vllm_server, folder / "data")
-    done = subprocess.run(qa_run_argv(questions_file, folder / "results"), capture_output=True, text=True, check=False,
-                          cwd=PROJECT_ROOT, env=env, timeout=800)
-    return {"done": done, "questions": questions, "folder": folder, "env": env,
-            "db": folder / "data" / "history.sqlite3"}
+    done = subprocess.run(
+        qa_run_argv(questions_file, folder / "results"),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=PROJECT_ROOT,
+        env=env,
+        timeout=800,
+    )
+    return {
+        "done": done,
+        "questions": questions,
+        "folder": folder,
+        "env": env,
+        "db": folder / "data" / "history.sqlite3",
+    }
 
 
 def test_the_run_prints_progress_and_an_accuracy_table_and_writes_json_and_a_chart(run: dict) -> None:
@@ -67,7 +97,10 @@ def test_the_run_prints_progress_and_an_accuracy_table_and_writes_json_and_a_cha
     total = len(ids) * SAMPLES
     assert len(re.findall(rf"^\[\s*\d+/{total}\] ", done.stdout, re.MULTILINE)) == total
     table = done.stdout.split("95% interval")[1]
-    assert all(re.search(rf"^{re.escape(i)}\s+{SAMPLES}\s+\d+\s+\d+\s+\d+\s+\d+%\s+\d+% - \d+%", table, re.MULTILINE) for i in ids)
+    assert all(
+        re.search(rf"^{re.escape(i)}\s+{SAMPLES}\s+\d+\s+\d+\s+\d+\s+\d+%\s+\d+% - \d+%", table, re.MULTILINE)
+        for i in ids
+    )
     assert "majority vote: right on" in done.stdout
     [json_file] = (run["folder"] / "results").glob("qa-run-*.json")
     report = json.loads(json_file.read_text())
@@ -84,7 +117,8 @@ def test_every_answer_is_stored_in_one_chat_that_export_reads(run: dict, vllm_se
     version = version.json()["version"]
     expected = {q["question"]: q["expected"] for q in run["questions"]}
     assert sorted((r["question"], r["sample"]) for r in records) == sorted(
-        (q, s) for q in expected for s in range(1, SAMPLES + 1))
+        (q, s) for q in expected for s in range(1, SAMPLES + 1)
+    )
     assert load_records(run["db"]) == records  # the run made one chat, nothing else
     for r in records:
         assert r["user"] == "local" and r["thread_name"].startswith("Accuracy run") and r["outcome"] == "complete"
@@ -109,9 +143,15 @@ async def test_the_run_is_in_the_users_sidebar_and_resumes_as_a_conversation(run
 def test_ctrl_c_stops_the_run_and_keeps_what_was_stored(vllm_server: VLLMServer, tmp_path: Path) -> None:
     questions_file, _ = three_questions(tmp_path)
     env = qa_env(vllm_server, tmp_path / "data")
-    proc = subprocess.Popen(qa_run_argv(questions_file, tmp_path / "results", "--parallel", "1"), cwd=PROJECT_ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=ctrl_c_as_in_a_terminal)
+    proc = subprocess.Popen(
+        qa_run_argv(questions_file, tmp_path / "results", "--parallel", "1"),
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
+    )
     lines = []
     for line in proc.stdout:  # wait for two answers, then press Ctrl-C during the third
         lines.append(line)

@@ -23,8 +23,28 @@ from backend.qa.export import to_jsonl, to_markdown
 BIGGER = "Which number is bigger, 9.11 or 9.8?"
 BALL = "A bat and a ball cost $1.10 in total. The bat costs $1.00 more than the ball. How much does the ball cost?"
 WIDGETS = "If 5 machines take 5 minutes to make 5 widgets, how long would 100 machines take to make 100 widgets?"
-WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-         "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
 TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 
 
@@ -40,17 +60,20 @@ def in_words(n: int) -> str:
     return TENS[n // 10] + ("" if n % 10 == 0 else "-" + WORDS[n % 10])
 
 
-@pytest.mark.parametrize(("answer", "expected"), [
-    ("The bigger number is **9.8**.", "correct"),
-    ("9.8 is larger, since 0.80 > 0.11", "correct"),
-    ("9.11 is bigger than 9.8.", "incorrect"),  # names 9.8 but picks 9.11
-    ("9.11 is smaller than 9.8.", "correct"),  # names 9.11 first but picks 9.8
-    ("The answer is 9.81.", "incorrect"),
-    ("9.8 - 9.11 = 1.11, the difference between the two. In this case, the answer is 1.11.", "incorrect"),
-    ("It could be 9.11 or 9.8.", "unclear"),
-    ("I am not sure.", "unclear"),
-    ("The numbers are 9.11 and 9.8.", "unclear"),
-])
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("The bigger number is **9.8**.", "correct"),
+        ("9.8 is larger, since 0.80 > 0.11", "correct"),
+        ("9.11 is bigger than 9.8.", "incorrect"),  # names 9.8 but picks 9.11
+        ("9.11 is smaller than 9.8.", "correct"),  # names 9.11 first but picks 9.8
+        ("The answer is 9.81.", "incorrect"),
+        ("9.8 - 9.11 = 1.11, the difference between the two. In this case, the answer is 1.11.", "incorrect"),
+        ("It could be 9.11 or 9.8.", "unclear"),
+        ("I am not sure.", "unclear"),
+        ("The numbers are 9.11 and 9.8.", "unclear"),
+    ],
+)
 def test_bigger_decimal(answer: str, expected: str) -> None:
     assert outcome(BIGGER, answer) == expected
 
@@ -60,11 +83,14 @@ def test_the_issue_example_reads_the_final_answer_and_says_what_it_read() -> Non
     assert check(BIGGER, answer).describe() == "Answer key: incorrect — final answer read as 1.11; expected 9.8"
 
 
-@pytest.mark.parametrize(("answer", "expected"), [
-    ("The answer is 9.11. Wait, 9.8 = 9.80 and 0.80 > 0.11, so 9.8 is bigger.", "correct"),
-    ("9.8 is bigger. Actually, no: 9.11 is bigger because it has more digits.", "incorrect"),
-    ("The answer is 9.8. Actually, this is a classic trick question.", "correct"),  # "actually" changes nothing
-])
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("The answer is 9.11. Wait, 9.8 = 9.80 and 0.80 > 0.11, so 9.8 is bigger.", "correct"),
+        ("9.8 is bigger. Actually, no: 9.11 is bigger because it has more digits.", "incorrect"),
+        ("The answer is 9.8. Actually, this is a classic trick question.", "correct"),  # "actually" changes nothing
+    ],
+)
 def test_a_change_of_mind_is_read_where_it_settles(answer: str, expected: str) -> None:
     assert outcome(BIGGER, answer) == expected
 
@@ -75,24 +101,30 @@ def test_an_explicit_answer_wins_over_later_working_and_boxed_wins_over_both() -
     assert last_boxed("a \\boxed{\\frac{1}{2}} b \\boxed{3}") == "3"
 
 
-@pytest.mark.parametrize(("answer", "expected"), [
-    ("The ball costs 5 cents, so the bat costs $1.05.", "correct"),
-    ("The bat costs $1.05 and the ball costs $0.05.", "correct"),
-    ("The ball costs $0.10 and the bat costs $1.00.", "incorrect"),
-    ("The bat costs $1.05.", "incorrect"),  # the right working, but the price of the wrong thing
-    ("The total is $1.10 and the bat costs $1.00 more than the ball.", "unclear"),  # restates the question
-    ("$1.10 - $1.00 = $0.10, so the ball costs $0.10.", "incorrect"),
-])
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("The ball costs 5 cents, so the bat costs $1.05.", "correct"),
+        ("The bat costs $1.05 and the ball costs $0.05.", "correct"),
+        ("The ball costs $0.10 and the bat costs $1.00.", "incorrect"),
+        ("The bat costs $1.05.", "incorrect"),  # the right working, but the price of the wrong thing
+        ("The total is $1.10 and the bat costs $1.00 more than the ball.", "unclear"),  # restates the question
+        ("$1.10 - $1.00 = $0.10, so the ball costs $0.10.", "incorrect"),
+    ],
+)
 def test_a_value_for_another_quantity_is_not_the_answer(answer: str, expected: str) -> None:
     assert outcome(BALL, answer) == expected
 
 
-@pytest.mark.parametrize(("answer", "expected"), [
-    ("100 machines would take 5 minutes to make 100 widgets.", "correct"),  # numbers of the question, restated
-    ("It would take 100 minutes.", "incorrect"),
-    ("The answer is 5 hours.", "incorrect"),  # the right number in the wrong unit
-    ("300 seconds.", "correct"),
-])
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("100 machines would take 5 minutes to make 100 widgets.", "correct"),  # numbers of the question, restated
+        ("It would take 100 minutes.", "incorrect"),
+        ("The answer is 5 hours.", "incorrect"),  # the right number in the wrong unit
+        ("300 seconds.", "correct"),
+    ],
+)
 def test_durations_compare_with_their_units(answer: str, expected: str) -> None:
     assert outcome(WIDGETS, answer) == expected
 
@@ -119,8 +151,7 @@ def test_money_in_cents_dollars_and_words_are_the_same_amount(cents: int) -> Non
 @given(st.integers(1, 600))
 def test_minutes_and_seconds_are_the_same_duration(minutes: int) -> None:
     question = next(q for q in load_questions() if q.id == "widgets")
-    said = {grade(question, f"It takes {form}.").outcome
-            for form in (f"{minutes} minutes", f"{minutes * 60} seconds")}
+    said = {grade(question, f"It takes {form}.").outcome for form in (f"{minutes} minutes", f"{minutes * 60} seconds")}
     assert said == {"correct" if minutes == 5 else "incorrect"}
 
 
@@ -130,7 +161,9 @@ def test_nothing_is_correct_by_default(text: str) -> None:
     """Text without a digit never grades correct on a number question (it may on a word question)."""
     for question in load_questions():
         if question.kind in ("number", "money", "duration") and not re.search(
-                r"(?i)\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|sixty|once|twice|thrice)", text):
+            r"(?i)\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|sixty|once|twice|thrice)",
+            text,
+        ):
             assert grade(question, text).outcome != "correct"
 
 
@@ -144,10 +177,12 @@ def test_every_key_accepts_its_own_forms_and_rejects_a_blank(question) -> None:
 
 
 def test_the_page_line_starts_with_the_outcome_and_the_record_keeps_what_was_read() -> None:
-    for answer, start in [("The bigger number is 9.8.", "Answer key: correct — final answer read as 9.8"),
-                          ("9.11 is bigger.", "Answer key: incorrect — final answer read as 9.11"),
-                          ("Maybe 9.11 or 9.8.", "Answer key: unclear — the final answer names more than one"),
-                          ("No idea.", "Answer key: unclear — no final answer found")]:
+    for answer, start in [
+        ("The bigger number is 9.8.", "Answer key: correct — final answer read as 9.8"),
+        ("9.11 is bigger.", "Answer key: incorrect — final answer read as 9.11"),
+        ("Maybe 9.11 or 9.8.", "Answer key: unclear — the final answer names more than one"),
+        ("No idea.", "Answer key: unclear — no final answer found"),
+    ]:
         verdict = check(BIGGER, answer)
         assert isinstance(verdict, Grade) and verdict.describe().startswith(start)
         assert verdict.describe().endswith("expected 9.8")
@@ -184,9 +219,23 @@ def test_extraction_splits_sentences_but_not_decimals_and_drops_markup() -> None
 
 def test_the_export_shows_the_outcome_the_value_read_and_the_expected_answer() -> None:
     verdict = asdict(check(BIGGER, "9.8 - 9.11 = 1.11. In this case, the answer is 1.11."))
-    record = {"thread_id": "t", "thread_name": "QA", "user": "local", "answer_id": "a", "question_id": "bigger-decimal",
-              "question": BIGGER, "sample": 1, "outcome": "complete", "reasoning": "", "answer": "…",
-              "shown": "…", "verdict": verdict, "human_verdict": None, "agreement": None, "stamp": {}}
+    record = {
+        "thread_id": "t",
+        "thread_name": "QA",
+        "user": "local",
+        "answer_id": "a",
+        "question_id": "bigger-decimal",
+        "question": BIGGER,
+        "sample": 1,
+        "outcome": "complete",
+        "reasoning": "",
+        "answer": "…",
+        "shown": "…",
+        "verdict": verdict,
+        "human_verdict": None,
+        "agreement": None,
+        "stamp": {},
+    }
     assert "- answer key: incorrect — final answer read as 1.11; expected 9.8" in to_markdown([record])
     exported = json.loads(to_jsonl([record]))["verdict"]
     assert (exported["outcome"], exported["read"], exported["expected"]) == ("incorrect", "1.11", "9.8")

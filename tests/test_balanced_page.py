@@ -23,8 +23,14 @@ KEYED = "Which number is bigger, 9.11 or 9.8?"
 
 
 def add_user(data) -> None:
-    subprocess.run([sys.executable, "-m", "backend", "user", "add", USER, "--password-stdin"], input=PASSWORD + "\n",
-                   text=True, check=True, cwd=PROJECT_ROOT, env={"RCHAT_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [sys.executable, "-m", "backend", "user", "add", USER, "--password-stdin"],
+        input=PASSWORD + "\n",
+        text=True,
+        check=True,
+        cwd=PROJECT_ROOT,
+        env={"RCHAT_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_the_qa_workflow_through_the_balancer(tmp_path, fake_server_url) -> None:

@@ -19,10 +19,27 @@ pytestmark = pytest.mark.server
 
 
 def test_ctrl_c_leaves_no_process_behind() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "backend.bench", "--skip-ui", "--skip-baseline",
-                             "--concurrency", "1", "--repeat", "50", "--max-tokens", "128"],
-                            cwd=PROJECT_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=ctrl_c_as_in_a_terminal)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "backend.bench",
+            "--skip-ui",
+            "--skip-baseline",
+            "--concurrency",
+            "1",
+            "--repeat",
+            "50",
+            "--max-tokens",
+            "128",
+        ],
+        cwd=PROJECT_ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=ctrl_c_as_in_a_terminal,
+    )
     lines: list[str] = []
     healthy = threading.Event()
 

@@ -27,9 +27,11 @@ def test_stream_ttft_gaps_and_rate() -> None:
 
 
 def test_summary_of_a_run_with_one_failed_stream() -> None:
-    records = [StreamRecord(sent_at=0, arrivals=[0.1, 0.2, 0.3], tokens=3),
-               StreamRecord(sent_at=0, arrivals=[0.3, 0.5, 0.7], tokens=3),
-               StreamRecord(sent_at=0, error="ReadTimeout")]
+    records = [
+        StreamRecord(sent_at=0, arrivals=[0.1, 0.2, 0.3], tokens=3),
+        StreamRecord(sent_at=0, arrivals=[0.3, 0.5, 0.7], tokens=3),
+        StreamRecord(sent_at=0, error="ReadTimeout"),
+    ]
     s = summarize(records, wall_seconds=2.0)
     assert (s["streams"], s["errors"], s["output_tokens"]) == (3, 1, 6)
     assert s["ttft_p50_ms"] == pytest.approx(200.0)

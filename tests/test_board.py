@@ -74,8 +74,12 @@ def test_a_tie_and_both_bad_count_half_a_win_for_each(tie: str) -> None:
 
 
 def test_exclude_ties_leaves_ties_and_both_bad_out(tmp_path: Path, capsys) -> None:
-    votes = ([{"a": "A", "b": "B", "winner": "a"}] * 3 + [{"a": "A", "b": "B", "winner": "b"}]
-             + [{"a": "A", "b": "B", "winner": "tie"}] * 2 + [{"a": "B", "b": "A", "winner": "both_bad"}] * 2)
+    votes = (
+        [{"a": "A", "b": "B", "winner": "a"}] * 3
+        + [{"a": "A", "b": "B", "winner": "b"}]
+        + [{"a": "A", "b": "B", "winner": "tie"}] * 2
+        + [{"a": "B", "b": "A", "winner": "both_bad"}] * 2
+    )
     path = votes_file(tmp_path, votes)
     assert main(["qa", "board", "--votes", str(path), "--json", "--bootstrap", "10", "--seed", "1"]) == 0
     with_ties = json.loads(capsys.readouterr().out)
@@ -91,8 +95,26 @@ def test_exclude_ties_leaves_ties_and_both_bad_out(tmp_path: Path, capsys) -> No
 def test_the_cli_prints_exactly_one_json_object_of_the_documented_shape(tmp_path: Path) -> None:
     votes = [b.__dict__ for b in simulate(random.Random(3), 300)]
     path = votes_file(tmp_path, [{"a": v["a"], "b": v["b"], "winner": v["winner"]} for v in votes])
-    done = subprocess.run([sys.executable, "-m", "backend", "qa", "board", "--votes", str(path), "--json",
-                           "--bootstrap", "50", "--seed", "2"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "backend",
+            "qa",
+            "board",
+            "--votes",
+            str(path),
+            "--json",
+            "--bootstrap",
+            "50",
+            "--seed",
+            "2",
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     board = json.loads(done.stdout)  # the whole of stdout is one object
     assert set(board) == {"battles", "ratings"} and board["battles"] == 300
@@ -125,9 +147,14 @@ def test_groups_that_never_met_are_named() -> None:
 
 
 def test_tag_selects_battles_and_a_tag_nobody_has_is_named(tmp_path: Path, capsys) -> None:
-    path = votes_file(tmp_path, [{"a": "A", "b": "B", "winner": "a", "tag": "math"},
-                                 {"a": "A", "b": "B", "winner": "b", "tag": "letters"},
-                                 {"a": "A", "b": "B", "winner": "b", "tag": "letters"}])
+    path = votes_file(
+        tmp_path,
+        [
+            {"a": "A", "b": "B", "winner": "a", "tag": "math"},
+            {"a": "A", "b": "B", "winner": "b", "tag": "letters"},
+            {"a": "A", "b": "B", "winner": "b", "tag": "letters"},
+        ],
+    )
     assert len(select(parse_votes(path.read_text()), tag="letters")) == 2
     assert main(["qa", "board", "--votes", str(path), "--json", "--tag", "letters", "--bootstrap", "5"]) == 0
     assert json.loads(capsys.readouterr().out)["battles"] == 2
@@ -135,13 +162,16 @@ def test_tag_selects_battles_and_a_tag_nobody_has_is_named(tmp_path: Path, capsy
     assert "no battle has the tag 'mathh' (tags: letters, math)" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("line, says", [
-    ('{"a": "A", "b": "B", "winner": "c"}', '"winner" must be one of a, b, tie, both_bad'),
-    ('{"a": "A", "b": "A", "winner": "a"}', "the same contender"),
-    ('{"a": "A", "winner": "a"}', '"b" must be a contender'),
-    ("not json", "not JSON"),
-    ("[1, 2]", "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        ('{"a": "A", "b": "B", "winner": "c"}', '"winner" must be one of a, b, tie, both_bad'),
+        ('{"a": "A", "b": "A", "winner": "a"}', "the same contender"),
+        ('{"a": "A", "winner": "a"}', '"b" must be a contender'),
+        ("not json", "not JSON"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+)
 def test_a_bad_line_exits_2_and_says_its_number_and_what_is_wrong(tmp_path: Path, capsys, line: str, says: str) -> None:
     path = votes_file(tmp_path, [{"a": "A", "b": "B", "winner": "a"}, "", line])
     assert main(["qa", "board", "--votes", str(path)]) == 2
@@ -157,10 +187,12 @@ def test_an_empty_votes_file_exits_2_with_one_line(tmp_path: Path, capsys) -> No
 
 
 def test_battles_from_records_reads_voted_battle_records_only() -> None:
-    records = [{"kind": "battle", "contenders": {"A": "m1", "B": "m2"}, "vote": "b", "tag": "math"},
-               {"kind": "answer", "question": "2+2?"},
-               {"kind": "battle", "contenders": {"A": "m1", "B": "m2"}, "vote": None},  # not voted yet
-               {"kind": "battle", "contenders": {"A": "m2", "B": "m1"}, "vote": "both_bad"}]
+    records = [
+        {"kind": "battle", "contenders": {"A": "m1", "B": "m2"}, "vote": "b", "tag": "math"},
+        {"kind": "answer", "question": "2+2?"},
+        {"kind": "battle", "contenders": {"A": "m1", "B": "m2"}, "vote": None},  # not voted yet
+        {"kind": "battle", "contenders": {"A": "m2", "B": "m1"}, "vote": "both_bad"},
+    ]
     assert battles_from_records(records) == [Battle("m1", "m2", "b", "math"), Battle("m2", "m1", "both_bad")]
     with pytest.raises(CompareInputError, match="stored battle record 1 "):
         battles_from_records([{"kind": "battle", "contenders": {"A": "m1"}, "vote": "a"}])
@@ -172,13 +204,14 @@ def _store_battles(path: Path, records: list[dict]) -> None:
     with sqlite3.connect(path) as db:
         db.execute("""INSERT INTO threads (id, "createdAt", name) VALUES ('t1', '2026-12-08', 'battles')""")
         for n, record in enumerate(records):
-            db.execute("""INSERT INTO steps (id, name, type, "threadId", metadata, "createdAt")
+            db.execute(
+                """INSERT INTO steps (id, name, type, "threadId", metadata, "createdAt")
                           VALUES (?, 'battle', 'assistant_message', 't1', ?, ?)""",
-                       (f"s{n}", json.dumps({"rchat": record}), f"2026-12-08T00:00:{n:02d}"))
+                (f"s{n}", json.dumps({"rchat": record}), f"2026-12-08T00:00:{n:02d}"),
+            )
 
 
-def test_without_votes_the_board_reads_the_battles_stored_in_the_history(tmp_path: Path, monkeypatch,
-                                                                          capsys) -> None:
+def test_without_votes_the_board_reads_the_battles_stored_in_the_history(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("RCHAT_HISTORY_DB", str(tmp_path / "history.sqlite3"))
     assert main(["qa", "board"]) == 0
     assert capsys.readouterr().out.strip() == "no battles stored yet"  # no database yet

@@ -20,9 +20,15 @@ LONG_QUESTION = "Write a long story about a dragon who learns to count. Use at l
 
 def booth_env(server: VLLMServer, **extra: str) -> dict[str, str]:
     # A password user is configured on purpose: a booth must still show no login form.
-    return {"RCHAT_VLLM_PORT": str(urlparse(server.url).port), "RCHAT_API_KEY": server.api_key,
-            "RCHAT_DEFAULT_TEMPERATURE": "0", "RCHAT_DEFAULT_MAX_TOKENS": "120", "RCHAT_KIOSK": "true",
-            "RCHAT_USERS": json.dumps({"alice": hash_password("secret")}), **extra}
+    return {
+        "RCHAT_VLLM_PORT": str(urlparse(server.url).port),
+        "RCHAT_API_KEY": server.api_key,
+        "RCHAT_DEFAULT_TEMPERATURE": "0",
+        "RCHAT_DEFAULT_MAX_TOKENS": "120",
+        "RCHAT_KIOSK": "true",
+        "RCHAT_USERS": json.dumps({"alice": hash_password("secret")}),
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +64,10 @@ def strip_numbers(page) -> dict[str, float] | None:
 def stored_questions(log_dir) -> list[tuple[str, str]]:
     """(user, question) of every stored user message in the app's history database."""
     with sqlite3.connect(log_dir / "data" / "history.sqlite3") as db:
-        return db.execute('SELECT t."userIdentifier", s.output FROM steps s JOIN threads t ON s."threadId" = t.id '
-                          "WHERE s.type = 'user_message'").fetchall()
+        return db.execute(
+            'SELECT t."userIdentifier", s.output FROM steps s JOIN threads t ON s."threadId" = t.id '
+            "WHERE s.type = 'user_message'"
+        ).fetchall()
 
 
 @pytest.mark.server
@@ -98,8 +106,16 @@ def test_the_strip_moves_while_an_answer_streams(booth_app, vllm_server: VLLMSer
         send(page, LONG_QUESTION)
         # The strip and the server are read in one step: the strip refreshes every 2 s, and a 120-token
         # answer can be over by the time a later, separate read of the server comes.
-        busy = wait_for(lambda: (n := strip_numbers(page)) and n["running"] >= 1 and n["tps"] > 0
-                        and running_requests(vllm_server) >= 1 and n, timeout=120)
+        busy = wait_for(
+            lambda: (
+                (n := strip_numbers(page))
+                and n["running"] >= 1
+                and n["tps"] > 0
+                and running_requests(vllm_server) >= 1
+                and n
+            ),
+            timeout=120,
+        )
         page.screenshot(path=str(shot("booth-streaming")))  # the README's picture (docs/img/booth.png)
         assert busy["kv"] > 0  # the answer holds KV-cache blocks while it runs
         wait_for(lambda: finished(page), timeout=400)
@@ -122,8 +138,9 @@ def test_the_strip_is_hidden_when_the_server_has_no_metrics(fake_server_url: str
 def test_the_attract_loop_asks_by_itself_and_a_touch_stops_it(attract_app, vllm_server: VLLMServer) -> None:
     with browser_page(attract_app, wait_s=120) as page:
         asked = wait_for(lambda: user_messages(page), timeout=60)  # nobody touched anything
-        wait_for(lambda: page.locator("#stop-button").is_visible() and len((answers(page) or [""])[-1]) > 10,
-                 timeout=300)
+        wait_for(
+            lambda: page.locator("#stop-button").is_visible() and len((answers(page) or [""])[-1]) > 10, timeout=300
+        )
         page.screenshot(path=str(shot("booth-attract")))
         page.mouse.click(640, 300)  # a visitor touches the screen
         wait_for(lambda: not user_messages(page) and page.locator("#starters").is_visible(), timeout=10)

@@ -36,8 +36,9 @@ async def test_stream_yields_answer_finish_reason_and_usage(vllm_server: VLLMSer
 async def test_closing_the_stream_cancels_the_request_on_the_server(vllm_server: VLLMServer) -> None:
     client = make_client(vllm_server.settings, api_key=vllm_server.api_key)
     story = [{"role": "user", "content": "Write a 2000-word story about a lighthouse keeper."}]
-    async with contextlib.aclosing(stream_chat(client, vllm_server.settings,
-                                               request(vllm_server, story, max_tokens=2000))) as deltas:
+    async with contextlib.aclosing(
+        stream_chat(client, vllm_server.settings, request(vllm_server, story, max_tokens=2000))
+    ) as deltas:
         count = 0
         async for _ in deltas:
             count += 1
@@ -80,8 +81,12 @@ async def test_many_long_seeded_prompts_at_once_leave_the_cpu_engine_alive(vllm_
     async def ask(i: int):
         story = " ".join(words[(i * 7 + k * k) % len(words)] for k in range(300 + 40 * i))
         return await client.chat.completions.create(
-            model=vllm_server.settings.resolved_served_name, temperature=0.7, seed=1000 + i, max_tokens=8,
-            messages=[{"role": "user", "content": f"Story {i}: {story}. Who is in story {i}?"}])
+            model=vllm_server.settings.resolved_served_name,
+            temperature=0.7,
+            seed=1000 + i,
+            max_tokens=8,
+            messages=[{"role": "user", "content": f"Story {i}: {story}. Who is in story {i}?"}],
+        )
 
     answers = await asyncio.gather(*(ask(i) for i in range(16)))
     assert all(a.choices[0].message.content for a in answers)

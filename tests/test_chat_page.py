@@ -15,11 +15,16 @@ from tests.conftest import CLEAR_QUESTION, free_port
 from tests.ui_harness import answers, browser_page, chainlit_app, notices, running_requests, send, shot, wait_for
 
 pytestmark = [pytest.mark.browser]  # `server` only on the tests of real_app (vLLM)
+
+
 @pytest.fixture(scope="module")
 def real_app(vllm_server: VLLMServer, tmp_path_factory):
     # Temperature 0 so that CLEAR_QUESTION reliably says Paris.
-    env = {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
-           "RCHAT_DEFAULT_TEMPERATURE": "0"}
+    env = {
+        "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),
+        "RCHAT_API_KEY": vllm_server.api_key,
+        "RCHAT_DEFAULT_TEMPERATURE": "0",
+    }
     with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("ui"), env=env) as url:
         yield url
 
@@ -48,8 +53,11 @@ def test_starter_streams_an_answer_with_stats(real_app: str) -> None:
 @pytest.mark.server
 def test_stop_mid_answer_keeps_text_cancels_on_server_and_chat_goes_on(real_app: str, vllm_server: VLLMServer) -> None:
     with browser_page(real_app, screenshot=shot("stopped")) as page:
-        send(page, "Write a very long story about a dragon who learns to count to one thousand. "
-                   "Use at least 900 words and many chapters.")
+        send(
+            page,
+            "Write a very long story about a dragon who learns to count to one thousand. "
+            "Use at least 900 words and many chapters.",
+        )
         wait_for(lambda: len((answers(page) or [""])[-1]) > 40, timeout=60)
         assert running_requests(vllm_server) >= 1
         page.click("#stop-button")
@@ -58,8 +66,9 @@ def test_stop_mid_answer_keeps_text_cancels_on_server_and_chat_goes_on(real_app:
         wait_for(lambda: running_requests(vllm_server) == 0, timeout=15)  # vLLM aborted the request
         count = len(answers(page))
         send(page, CLEAR_QUESTION)
-        reply = wait_for(lambda: len(answers(page)) > count and "finish:" in answers(page)[-1] and answers(page)[-1],
-                         timeout=120)
+        reply = wait_for(
+            lambda: len(answers(page)) > count and "finish:" in answers(page)[-1] and answers(page)[-1], timeout=120
+        )
         assert "Paris" in reply
 
 
@@ -154,16 +163,21 @@ def test_backend_down_is_shown_and_the_chat_recovers_when_it_is_back(tmp_path) -
     tests/test_start_service.py (a question asked while vLLM restarts); a vLLM start here cost the
     suite 30-60 s more and tested nothing the page does differently."""
     vllm_port = free_port()
-    with chainlit_app(ui_port=free_port(), log_dir=tmp_path,
-                      env={"RCHAT_VLLM_PORT": str(vllm_port), "RCHAT_DEFAULT_TEMPERATURE": "0"}) as url:
+    with chainlit_app(
+        ui_port=free_port(), log_dir=tmp_path, env={"RCHAT_VLLM_PORT": str(vllm_port), "RCHAT_DEFAULT_TEMPERATURE": "0"}
+    ) as url:
         with browser_page(url, screenshot=shot("backend-down")) as page:
             wait_for(lambda: "not answering" in notices(page), timeout=20)  # said on arrival
             send(page, "Which number is bigger, 9.11 or 9.8?")
             wait_for(lambda: notices(page).count("not answering") >= 2, timeout=20)
             page.screenshot(path=str(shot("backend-down-waiting")))
             assert "Traceback" not in page.inner_text("body") and not answers(page)
-            server = processes.spawn_group([sys.executable, "-m", "tests.fake_openai_server", str(vllm_port)],
-                                           env=None, log_path=tmp_path / "fake.log", cwd=PROJECT_ROOT)
+            server = processes.spawn_group(
+                [sys.executable, "-m", "tests.fake_openai_server", str(vllm_port)],
+                env=None,
+                log_path=tmp_path / "fake.log",
+                cwd=PROJECT_ROOT,
+            )
             try:
                 reply = wait_for(lambda: "finish:" in "".join(answers(page)) and answers(page)[-1], timeout=60)
                 assert "The bigger number is 9.8" in reply  # the fake's scripted answer, after its thinking
@@ -174,6 +188,8 @@ def test_backend_down_is_shown_and_the_chat_recovers_when_it_is_back(tmp_path) -
 
 def test_a_starter_answer_is_checked_against_the_answer_key(fake_app: str) -> None:
     with browser_page(fake_app, screenshot=shot("answer-key")) as page:
-        page.locator("#starters").get_by_text("9.11 or 9.8?").first.click()  # the fake answers "The bigger number is **9.8**."
+        page.locator("#starters").get_by_text(
+            "9.11 or 9.8?"
+        ).first.click()  # the fake answers "The bigger number is **9.8**."
         final = wait_for(lambda: "finish:" in (answers(page) or [""])[-1] and answers(page)[-1], timeout=30)
         assert "Answer key: correct — final answer read as 9.8; expected 9.8" in final

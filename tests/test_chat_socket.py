@@ -22,9 +22,12 @@ def ui_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def fake_ui(fake_server_url: str, ui_dir: Path):
     """The real app on the fake server (its answers take ~2 s, long enough to send a burst into)."""
-    env = {"RCHAT_BASE_URL": fake_server_url,
-           # a small context, so that a few turns overflow it
-           "RCHAT_MAX_MODEL_LEN": "1500", "RCHAT_DEFAULT_MAX_TOKENS": "200"}
+    env = {
+        "RCHAT_BASE_URL": fake_server_url,
+        # a small context, so that a few turns overflow it
+        "RCHAT_MAX_MODEL_LEN": "1500",
+        "RCHAT_DEFAULT_MAX_TOKENS": "200",
+    }
     with chainlit_app(ui_port=free_port(), log_dir=ui_dir, env=env) as url:
         yield url
 
@@ -101,13 +104,15 @@ async def test_binary_junk_and_invalid_utf8_are_cleaned_answered_and_stored(fake
     assert record["outcome"] == "complete" and record["question"].startswith("FIELD ")
     assert record["question"].endswith(" end") and "\x00" not in record["question"]
     with sqlite3.connect(db) as con:  # the user's own message step, as the sidebar will show it
-        [(shown,)] = con.execute("SELECT output FROM steps WHERE \"threadId\" = ? AND type = 'user_message'",
-                                 (thread_id,)).fetchall()
+        [(shown,)] = con.execute(
+            "SELECT output FROM steps WHERE \"threadId\" = ? AND type = 'user_message'", (thread_id,)
+        ).fetchall()
     assert shown.startswith("FIELD ") and shown.endswith(" end") and "\ufffd" in shown
 
 
 async def test_a_history_database_broken_while_running_is_said_once_and_the_chat_goes_on(
-        fake_server_url: str, tmp_path: Path) -> None:
+    fake_server_url: str, tmp_path: Path
+) -> None:
     """Someone removes the tables under the running app (as a bad restore or a full disk would break
     writes): the user is told once that saving failed, and still gets every answer on the page."""
     env = {"RCHAT_BASE_URL": fake_server_url, "RCHAT_DEFAULT_MAX_TOKENS": "200"}

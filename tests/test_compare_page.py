@@ -79,8 +79,15 @@ def test_a_blind_comparison_streams_side_by_side_and_reveals_after_the_vote(comp
     rows = [r for r in load_records(history) if "battle" in r]
     assert {r["answer_id"].rsplit(":", 1)[1] for r in rows} == {"A", "B"} and all(r["stamp"] for r in rows)
     env = {"RCHAT_BASE_URL": compare_app[2], "RCHAT_DATA_DIR": str(history.parent), "PATH": "/usr/bin:/bin"}
-    replayed = subprocess.run([sys.executable, "-m", "backend", "replay", rows[0]["answer_id"]], env=env,
-                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, check=False)
+    replayed = subprocess.run(
+        [sys.executable, "-m", "backend", "replay", rows[0]["answer_id"]],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert f"Replay of answer {rows[0]['answer_id']}" in replayed.stdout, replayed.stdout + replayed.stderr
     assert "9.8 is bigger." in replayed.stdout
 
@@ -140,18 +147,25 @@ def test_a_booth_runs_a_public_which_answer_is_better_vote(fake_server_url: str,
             page.keyboard.press("2")
             wait_for(lambda: "greedy (temperature 0)" in battle_text(page), timeout=20)
     [record] = load_battle_records(tmp_path / "data" / "history.sqlite3")
-    assert record["vote"] == "b" and set(record["contenders"].values()) == \
-        {"greedy (temperature 0)", "sampled (temperature 0.9)"}
+    assert record["vote"] == "b" and set(record["contenders"].values()) == {
+        "greedy (temperature 0)",
+        "sampled (temperature 0.9)",
+    }
 
 
 @pytest.mark.server
 def test_two_setups_of_the_real_model_compete_blind_and_are_stored_with_their_stamps(vllm_server, tmp_path) -> None:
     """The real vLLM on the embedded model: greedy against warm sampling with its own system prompt."""
-    (tmp_path / "contenders.toml").write_text('[[contender]]\nname = "greedy"\ntemperature = 0.0\nmax_tokens = 48\n'
-                                              '[[contender]]\nname = "warm"\ntemperature = 0.9\nmax_tokens = 48\n'
-                                              'system_prompt = "Answer in one short sentence."\n')
-    env = {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
-           "RCHAT_CONTENDERS_FILE": str(tmp_path / "contenders.toml")}
+    (tmp_path / "contenders.toml").write_text(
+        '[[contender]]\nname = "greedy"\ntemperature = 0.0\nmax_tokens = 48\n'
+        '[[contender]]\nname = "warm"\ntemperature = 0.9\nmax_tokens = 48\n'
+        'system_prompt = "Answer in one short sentence."\n'
+    )
+    env = {
+        "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),
+        "RCHAT_API_KEY": vllm_server.api_key,
+        "RCHAT_CONTENDERS_FILE": str(tmp_path / "contenders.toml"),
+    }
     with chainlit_app(ui_port=free_port(), log_dir=tmp_path, env=env) as url:
         with browser_page(url, screenshot=shot("compare-real")) as page:
             pick_compare(page)

@@ -19,25 +19,45 @@ def question(question_id: str, right: int, wrong: int, *, read_wrong: str = "7",
 
 
 def write_run(path: Path, questions: list[QuestionAccuracy], model: str) -> Path:
-    write_json(path, questions, {"served_model": model, "started_at": "2026-12-08T10:00:00+00:00", "samples": 5,
-                                 "sampling": {"temperature": 0.3, "top_p": 0.9, "max_tokens": 128}})
+    write_json(
+        path,
+        questions,
+        {
+            "served_model": model,
+            "started_at": "2026-12-08T10:00:00+00:00",
+            "samples": 5,
+            "sampling": {"temperature": 0.3, "top_p": 0.9, "max_tokens": 128},
+        },
+    )
     return path
 
 
 @pytest.fixture
 def runs(tmp_path: Path) -> tuple[Path, Path]:
-    a = write_run(tmp_path / "a.json", [
-        question("flipped-up", 1, 4),          # majority wrong -> right in B
-        question("flipped-down", 4, 1),        # majority right -> wrong in B
-        question("same", 5, 0),
-        question("more-right", 11, 9),         # majority right in both, intervals apart
-        question("gone", 0, 5),
-        question("noisy", 1, 3, unclear=1),    # unclear counts as not right; B 2/5: overlaps, no change
-    ], "model-a")
-    b = write_run(tmp_path / "b.json", [
-        question("flipped-up", 4, 1), question("flipped-down", 1, 4), question("same", 5, 0),
-        question("more-right", 20, 0), question("noisy", 2, 3), question("new", 2, 3),
-    ], "model-b")
+    a = write_run(
+        tmp_path / "a.json",
+        [
+            question("flipped-up", 1, 4),  # majority wrong -> right in B
+            question("flipped-down", 4, 1),  # majority right -> wrong in B
+            question("same", 5, 0),
+            question("more-right", 11, 9),  # majority right in both, intervals apart
+            question("gone", 0, 5),
+            question("noisy", 1, 3, unclear=1),  # unclear counts as not right; B 2/5: overlaps, no change
+        ],
+        "model-a",
+    )
+    b = write_run(
+        tmp_path / "b.json",
+        [
+            question("flipped-up", 4, 1),
+            question("flipped-down", 1, 4),
+            question("same", 5, 0),
+            question("more-right", 20, 0),
+            question("noisy", 2, 3),
+            question("new", 2, 3),
+        ],
+        "model-b",
+    )
     return a, b
 
 
@@ -47,8 +67,14 @@ def test_json_gives_each_question_both_runs_the_difference_and_the_change(runs, 
     by_id = {q["question_id"]: q for q in result["questions"]}
     assert list(by_id) == ["flipped-up", "flipped-down", "same", "more-right", "gone", "noisy", "new"]
     assert {q: by_id[q]["change"] for q in by_id} == {
-        "flipped-up": "wrong → right", "flipped-down": "right → wrong", "same": "", "more-right": "accuracy up",
-        "gone": "only in A", "noisy": "", "new": "only in B"}
+        "flipped-up": "wrong → right",
+        "flipped-down": "right → wrong",
+        "same": "",
+        "more-right": "accuracy up",
+        "gone": "only in A",
+        "noisy": "",
+        "new": "only in B",
+    }
     up = by_id["flipped-up"]
     assert up["a"]["accuracy"] == 0.2 and up["b"]["accuracy"] == 0.8 and up["difference"] == pytest.approx(0.6)
     assert up["a"]["ci95"] == pytest.approx(list(wilson_interval(1, 5)))
@@ -89,7 +115,13 @@ def test_the_table_marks_what_changed_and_changed_only_keeps_those_rows(runs, ca
 def test_changed_only_json_lists_only_changed_questions(runs, capsys) -> None:
     assert main(["qa", "compare", str(runs[0]), str(runs[1]), "--json", "--changed-only"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert [q["question_id"] for q in result["questions"]] == ["flipped-up", "flipped-down", "more-right", "gone", "new"]
+    assert [q["question_id"] for q in result["questions"]] == [
+        "flipped-up",
+        "flipped-down",
+        "more-right",
+        "gone",
+        "new",
+    ]
 
 
 def test_a_run_against_itself_changes_nothing(runs, capsys) -> None:
@@ -105,15 +137,21 @@ def test_the_difference_interval_is_newcombes() -> None:
     assert difference_interval(Tally(0, 0), Tally(1, 2)) is None
 
 
-@pytest.mark.parametrize("content, says", [
-    ("{not json", "is not JSON (line 1"),
-    ('{"overall": {}}', 'it has no "questions" list'),
-    ('{"questions": [{"question_id": "q", "correct": 3, "graded": 2, "majority_correct": true}]}',
-     "question 1: q: correct and graded must be counts"),
-    ('{"questions": [{"question_id": "q", "correct": 1, "graded": 2}]}', "majority_correct must be true or false"),
-])
-def test_a_file_that_is_not_an_accuracy_run_exits_2_naming_it(tmp_path: Path, runs, capsys, content: str,
-                                                               says: str) -> None:
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        ("{not json", "is not JSON (line 1"),
+        ('{"overall": {}}', 'it has no "questions" list'),
+        (
+            '{"questions": [{"question_id": "q", "correct": 3, "graded": 2, "majority_correct": true}]}',
+            "question 1: q: correct and graded must be counts",
+        ),
+        ('{"questions": [{"question_id": "q", "correct": 1, "graded": 2}]}', "majority_correct must be true or false"),
+    ],
+)
+def test_a_file_that_is_not_an_accuracy_run_exits_2_naming_it(
+    tmp_path: Path, runs, capsys, content: str, says: str
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(content)
     assert main(["qa", "compare", str(runs[0]), str(bad)]) == 2

@@ -31,9 +31,12 @@ def test_without_a_file_two_samples_of_the_current_settings_compete(tmp_path: Pa
 
 def test_a_file_names_the_pair_and_fields_left_out_keep_the_chats_values(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("OTHER_KEY", "secret")
-    path = write(tmp_path, 'pair = ["b", "a"]\n[[contender]]\nname = "a"\ntemperature = 0.0\n'
-                           '[[contender]]\nname = "b"\nbase_url = "http://other:9000/v1"\napi_key_env = "OTHER_KEY"\n'
-                           'model = "big"\nsystem_prompt = "Be brief."\n')
+    path = write(
+        tmp_path,
+        'pair = ["b", "a"]\n[[contender]]\nname = "a"\ntemperature = 0.0\n'
+        '[[contender]]\nname = "b"\nbase_url = "http://other:9000/v1"\napi_key_env = "OTHER_KEY"\n'
+        'model = "big"\nsystem_prompt = "Be brief."\n',
+    )
     first, second = load_pair(path)
     assert (first.name, second.name) == ("b", "a")
     assert second.sampling(CURRENT).temperature == 0.0 and second.sampling(CURRENT).top_p == 0.9
@@ -42,13 +45,16 @@ def test_a_file_names_the_pair_and_fields_left_out_keep_the_chats_values(tmp_pat
     assert other.api_key.get_secret_value() == "secret" and first.sampling(CURRENT).system_prompt == "Be brief."
 
 
-@pytest.mark.parametrize("text, words", [
-    ("[[contender]]\nname = \"a\"\ntemperature = 5\n[[contender]]\nname = \"b\"\n", "contender a: temperature"),
-    ("[[contender]]\nname = \"a\"\ncolour = 1\n", "contender a: colour"),
-    ("[[contender]]\nname = \"a\"\n[[contender]]\nname = \"a\"\n", "share a name"),
-    ("pair = [\"a\", \"z\"]\n[[contender]]\nname = \"a\"\n[[contender]]\nname = \"b\"\n", "defined: a, b"),
-    ("[[contender]\n", "cannot be read as TOML"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ('[[contender]]\nname = "a"\ntemperature = 5\n[[contender]]\nname = "b"\n', "contender a: temperature"),
+        ('[[contender]]\nname = "a"\ncolour = 1\n', "contender a: colour"),
+        ('[[contender]]\nname = "a"\n[[contender]]\nname = "a"\n', "share a name"),
+        ('pair = ["a", "z"]\n[[contender]]\nname = "a"\n[[contender]]\nname = "b"\n', "defined: a, b"),
+        ("[[contender]\n", "cannot be read as TOML"),
+    ],
+)
 def test_a_bad_file_is_refused_in_one_line_that_names_what_to_fix(tmp_path: Path, text: str, words: str) -> None:
     with pytest.raises(SettingsError) as refused:
         load_pair(write(tmp_path, text))
@@ -58,16 +64,26 @@ def test_a_bad_file_is_refused_in_one_line_that_names_what_to_fix(tmp_path: Path
 def test_a_vote_is_one_of_four_and_keeps_only_known_reasons() -> None:
     record: dict = {"vote": None}
     cast(record, "both_bad", reasons=["More concise", "made up"], comment="  neither  ", user="ann")
-    assert (record["vote"], record["reasons"], record["comment"], record["user"]) == \
-        ("both_bad", ["More concise"], "neither", "ann")
+    assert (record["vote"], record["reasons"], record["comment"], record["user"]) == (
+        "both_bad",
+        ["More concise"],
+        "neither",
+        "ann",
+    )
     with pytest.raises(ValueError):
         cast(record, "c", reasons=[], comment="", user="ann")
 
 
 def test_a_compared_question_stays_out_of_a_resumed_conversation() -> None:
-    steps = [{"type": "user_message", "id": "q1", "output": "First?", "createdAt": "1"},
-             {"type": "assistant_message", "id": "a1", "createdAt": "2",
-              "metadata": {RECORD_KEY: {"kind": "answer", "answer": "One."}}},
-             {"type": "user_message", "id": "q2", "output": "Compared?", "createdAt": "3"},
-             {"type": "assistant_message", "id": "b2", "createdAt": "4", "metadata": {RECORD_KEY: {"kind": "battle"}}}]
+    steps = [
+        {"type": "user_message", "id": "q1", "output": "First?", "createdAt": "1"},
+        {
+            "type": "assistant_message",
+            "id": "a1",
+            "createdAt": "2",
+            "metadata": {RECORD_KEY: {"kind": "answer", "answer": "One."}},
+        },
+        {"type": "user_message", "id": "q2", "output": "Compared?", "createdAt": "3"},
+        {"type": "assistant_message", "id": "b2", "createdAt": "4", "metadata": {RECORD_KEY: {"kind": "battle"}}},
+    ]
     assert [t.content for t in Conversation.from_steps(steps).turns] == ["First?", "One."]

@@ -50,8 +50,9 @@ def test_control_characters_and_lone_surrogates_are_removed() -> None:
 def test_panel_values_out_of_range_are_refused_and_kept(tmp_path) -> None:
     settings = make_settings(tmp_path)
     current = default_sampling(settings)
-    new, problems = apply_update(current, {"temperature": 3, "top_p": 0.5, "max_tokens": 999999,
-                                           "seed": "abc", "thinking": False}, settings)
+    new, problems = apply_update(
+        current, {"temperature": 3, "top_p": 0.5, "max_tokens": 999999, "seed": "abc", "thinking": False}, settings
+    )
     assert new.temperature == current.temperature and new.max_tokens == current.max_tokens
     assert new.top_p == 0.5 and new.thinking is False and new.seed is None
     joined = "; ".join(problems)

@@ -71,8 +71,7 @@ def test_the_project_interpreter_can_compile_here(tmp_path: Path) -> None:
 
 
 def test_the_start_up_shows_the_compile_as_its_own_phase() -> None:
-    log = ("Loading weights took 0.17 seconds\n"
-           "[cpu_model_runner.py:87] Warming up model for the compilation...\n")
+    log = "Loading weights took 0.17 seconds\n[cpu_model_runner.py:87] Warming up model for the compilation...\n"
     assert phase_of(log).startswith("compiling the model")
     assert phase_of(log + "CPU KV cache size: 46,592 tokens\n") == "allocating the KV cache"
 
@@ -97,8 +96,10 @@ def test_a_start_says_whether_it_compiles_or_loads_what_an_earlier_start_compile
     compile_cache.remember(key, folder, took_s=95.0)
     assert compile_cache.compile_phase(key, folder) == compile_cache.CACHED
     float32 = _launch(tmp_path, monkeypatch, None, dtype="float32")  # another graph: compiled anew
-    assert compile_cache.compile_phase(compile_cache.launch_key(float32.argv, float32.env, model), folder) \
+    assert (
+        compile_cache.compile_phase(compile_cache.launch_key(float32.argv, float32.env, model), folder)
         == compile_cache.FIRST_COMPILE
+    )
     # Ports and the API key do not change the graph: a restart on other ports loads it.
     other = _launch(tmp_path, monkeypatch, None, vllm_port=free_port())
     assert compile_cache.launch_key(other.argv, {**other.env, "VLLM_API_KEY": "x"}, model) == key

@@ -10,12 +10,7 @@ from pathlib import Path
 import pytest
 
 from backend.engine import cpu_host
-from backend.engine.vllm_command import (
-    build_argv,
-    build_env,
-    build_launch,
-    dtype_reason,
-)
+from backend.engine.vllm_command import build_argv, build_env, build_launch, dtype_reason
 from backend.server import self_test
 from backend.server.supervisor import VLLMServer
 from tests.conftest import make_settings
@@ -28,11 +23,14 @@ def host(name: str) -> tuple[frozenset[str], str]:
     return cpu_host.parse_flags(text), cpu_host.parse_model_name(text)
 
 
-@pytest.mark.parametrize(("name", "dtype", "why"), [
-    ("amd_epyc_avx512_bf16.txt", "bfloat16", "AVX-512 bf16 and no AMX"),
-    ("intel_xeon_amx.txt", "bfloat16", "oneDNN's AMX kernels"),
-    ("intel_haswell_avx2.txt", "float32", "no AVX-512 bf16"),
-])
+@pytest.mark.parametrize(
+    ("name", "dtype", "why"),
+    [
+        ("amd_epyc_avx512_bf16.txt", "bfloat16", "AVX-512 bf16 and no AMX"),
+        ("intel_xeon_amx.txt", "bfloat16", "oneDNN's AMX kernels"),
+        ("intel_haswell_avx2.txt", "float32", "no AVX-512 bf16"),
+    ],
+)
 def test_dtype_follows_the_cpu_flags(name: str, dtype: str, why: str) -> None:
     flags, model = host(name)
     assert model != "unknown CPU" and "avx2" in flags
@@ -62,8 +60,14 @@ def test_the_amx_boot_file_runs_in_a_plain_python(tmp_path: Path) -> None:
     """What vLLM's processes run first on an AMX host: it must import cleanly anywhere (no AMX here
     is fine: the request then fails quietly) and leave the interpreter working."""
     env = {"PYTHONPATH": str(cpu_host.AMX_BOOT), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", "import sitecustomize, sys; print(sitecustomize.__file__)"],
-                         env=env, capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", "import sitecustomize, sys; print(sitecustomize.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert out.stdout.strip() == str(cpu_host.AMX_BOOT / "sitecustomize.py")
     assert out.stderr == ""
 
@@ -89,8 +93,9 @@ def test_the_all_cores_setting_reaches_the_launch_with_intel_openmp(tmp_path: Pa
     (tmp_path / "venv" / "lib" / "libiomp5.so").write_bytes(b"")
     flags, _ = host("amd_epyc_avx512_bf16.txt")
     monkeypatch.setattr(cpu_host, "read_host", lambda: (flags, "recorded", [0, 1]))
-    launch = build_launch(make_settings(tmp_path, vllm_python=str(venv_python), device="cpu", cpu_all_cores=True),
-                          api_key="k")
+    launch = build_launch(
+        make_settings(tmp_path, vllm_python=str(venv_python), device="cpu", cpu_all_cores=True), api_key="k"
+    )
     assert launch.env["LD_PRELOAD"].endswith("libiomp5.so") and launch.env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1"
     assert "every core" in launch.threads
     off = build_launch(make_settings(tmp_path, vllm_python=str(venv_python), device="cpu"), api_key="k")

@@ -19,6 +19,7 @@ def no_conversion(monkeypatch, tmp_path: Path) -> Path:
 
     def refuse(*_args) -> None:
         raise AssertionError("converted again although the user's cache had the model")
+
     monkeypatch.setattr(embedded_model, "_convert", refuse)
     monkeypatch.setattr(embedded_model, "find_gguf", lambda: Path("model.gguf"))  # a clone may have none
     return tmp_path

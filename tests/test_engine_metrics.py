@@ -38,8 +38,13 @@ vllm:generation_tokens_created{engine="0",model_name="smollm2-135m-instruct"} 1.
 def test_parse_reads_the_four_series_and_the_model_name() -> None:
     counts = parse_metrics(SAMPLE)
     assert counts is not None
-    assert (counts.model, counts.running, counts.waiting, counts.generated, counts.kv_cache) == \
-        ("smollm2-135m-instruct", 2, 1, 1234, 0.125)
+    assert (counts.model, counts.running, counts.waiting, counts.generated, counts.kv_cache) == (
+        "smollm2-135m-instruct",
+        2,
+        1,
+        1234,
+        0.125,
+    )
 
 
 def test_parse_sums_engines_and_averages_kv_cache() -> None:
@@ -84,8 +89,12 @@ async def test_the_real_server_gives_a_snapshot_that_counts_an_answer(vllm_serve
             break
     assert before is not None and wait == poller.every and before.model == "smollm2-135m-instruct"
     async with make_client(vllm_server.settings, api_key=vllm_server.api_key) as client:
-        await client.chat.completions.create(model="smollm2-135m-instruct", max_tokens=16, temperature=0,
-                                             messages=[{"role": "user", "content": "Count to ten."}])
+        await client.chat.completions.create(
+            model="smollm2-135m-instruct",
+            max_tokens=16,
+            temperature=0,
+            messages=[{"role": "user", "content": "Count to ten."}],
+        )
     after, _ = await poller.read()
     assert after.tokens_per_second is not None and after.tokens_per_second > 0
     assert after.kv_cache_percent is not None
@@ -100,8 +109,12 @@ def test_booth_mode_dresses_the_page(tmp_path: Path) -> None:
     booth = make_settings(tmp_path, kiosk=True, kiosk_idle_seconds=45, kiosk_attract=True)
     ui = UI()
     dress_page(ui, booth)
-    assert (ui.custom_js, ui.custom_css, ui.default_sidebar_state, ui.confirm_new_chat) == \
-        ("/public/rchat.js", "/public/rchat.css", "hidden", False)
+    assert (ui.custom_js, ui.custom_css, ui.default_sidebar_state, ui.confirm_new_chat) == (
+        "/public/rchat.js",
+        "/public/rchat.css",
+        "hidden",
+        False,
+    )
     assert 'data-kiosk="true"' in ui.custom_js_attributes and 'data-idle-seconds="45.0"' in ui.custom_js_attributes
     assert 'data-attract="true"' in ui.custom_js_attributes
     assert not uses_password_login(booth, has_users=True) and not shows_settings_panel(booth)

@@ -42,8 +42,9 @@ def battle(settings: Settings, vote: str | None, *, question: str = QUESTION) ->
     for label, text in (("A", "9.8 is bigger."), ("B", "=9.11")):
         contender = comparison.shown[label]
         sampling = contender.sampling(CURRENT)
-        messages = ([{"role": "system", "content": sampling.system_prompt}] if sampling.system_prompt else []) + \
-            [{"role": "user", "content": question}]
+        messages = ([{"role": "system", "content": sampling.system_prompt}] if sampling.system_prompt else []) + [
+            {"role": "user", "content": question}
+        ]
         live = LiveAnswer(new_request(settings, sampling, messages, engine={}, question=question), settings)
         live.answer = text
         comparison.results[label] = live.ended("complete")
@@ -58,15 +59,23 @@ def store(path: Path, battles: list[dict]) -> None:
     history = RunStore(path, user="alice", name="Compare chat", metadata={})
     for record in battles:
         asked = history.add_question(record["question"])
-        history.add_answer(question_step=asked, question=record["question"], shown="", author="Compare",
-                           record={RECORD_KEY: record})
+        history.add_answer(
+            question_step=asked, question=record["question"], shown="", author="Compare", record={RECORD_KEY: record}
+        )
     history.close()
 
 
 def export(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "RCHAT_HISTORY_DB": str(tmp_path / "history.sqlite3")}
-    return subprocess.run([sys.executable, "-m", "backend", "export", *args], check=False, cwd=PROJECT_ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "backend", "export", *args],
+        check=False,
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -109,14 +118,32 @@ def test_include_ties_writes_them_marked_with_neither_side_chosen(history: Path)
 def test_csv_has_a_row_per_voted_comparison_and_disarms_formulas(history: Path) -> None:
     out = history.parent / "votes.csv"
     done = export(history.parent, "--votes", "--format", "csv", "--out", str(out))
-    assert done.returncode == 0 and f"wrote 4 comparison(s) as CSV rows to {out}; skipped 1 not voted yet" in done.stderr
+    assert (
+        done.returncode == 0 and f"wrote 4 comparison(s) as CSV rows to {out}; skipped 1 not voted yet" in done.stderr
+    )
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig"))))
-    assert list(rows[0]) == ["question", "contender A", "contender B", "vote", "winner", "reasons", "comment",
-                             "user", "voted at", "answer A", "answer B", "battle id"]
+    assert list(rows[0]) == [
+        "question",
+        "contender A",
+        "contender B",
+        "vote",
+        "winner",
+        "reasons",
+        "comment",
+        "user",
+        "voted at",
+        "answer A",
+        "answer B",
+        "battle id",
+    ]
     assert [(r["vote"], r["winner"]) for r in rows] == [("a", "cold"), ("b", "brief"), ("tie", ""), ("both_bad", "")]
     first = rows[0]
-    assert (first["contender A"], first["contender B"], first["reasons"], first["user"]) == \
-        ("cold", "brief", "More accurate", "alice")
+    assert (first["contender A"], first["contender B"], first["reasons"], first["user"]) == (
+        "cold",
+        "brief",
+        "More accurate",
+        "alice",
+    )
     assert first["answer A"] == "9.8 is bigger." and first["answer B"] == "'=9.11"  # not run as a formula
     assert out.read_bytes().startswith(b"\xef\xbb\xbf")  # Excel reads it as UTF-8
 
@@ -135,7 +162,10 @@ def test_empty_or_missing_history_and_nothing_voted_say_so(tmp_path: Path) -> No
     assert empty.returncode == 1 and "no comparisons stored in" in empty.stderr and not empty.stdout
     store(tmp_path / "history.sqlite3", [battle(make_settings(tmp_path), "tie")])
     ties_only = export(tmp_path, "--votes")
-    assert ties_only.returncode == 1 and "every vote was a tie or both bad (--include-ties writes them)" in ties_only.stderr
+    assert (
+        ties_only.returncode == 1
+        and "every vote was a tie or both bad (--include-ties writes them)" in ties_only.stderr
+    )
 
 
 def test_a_voted_comparison_with_an_answer_missing_is_skipped_and_counted(tmp_path: Path) -> None:
@@ -146,9 +176,14 @@ def test_a_voted_comparison_with_an_answer_missing_is_skipped_and_counted(tmp_pa
     assert tally.summary("preference line(s)").endswith("skipped 0 not voted yet, 1 with an answer missing")
 
 
-@pytest.mark.parametrize("args, says", [(["--format", "csv"], "--format csv is for --votes"),
-                                        (["--votes", "--format", "md"], "--votes writes jsonl or csv, not md"),
-                                        (["--votes", "--disagreements"], "are for answers, not --votes")])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--format", "csv"], "--format csv is for --votes"),
+        (["--votes", "--format", "md"], "--votes writes jsonl or csv, not md"),
+        (["--votes", "--disagreements"], "are for answers, not --votes"),
+    ],
+)
 def test_options_that_do_not_go_with_votes_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
     done = export(tmp_path, *args)
     assert done.returncode == 2 and says in done.stderr

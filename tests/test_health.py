@@ -27,7 +27,9 @@ class Counted:
             await asyncio.sleep(0.2)  # a busy server answers slowly: the others arrive meanwhile
             return httpx.Response(200)
 
-        self.check = HealthChecker(make_settings(tmp_path), http=httpx.AsyncClient(transport=httpx.MockTransport(server)))
+        self.check = HealthChecker(
+            make_settings(tmp_path), http=httpx.AsyncClient(transport=httpx.MockTransport(server))
+        )
 
 
 @pytest.fixture()

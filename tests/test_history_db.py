@@ -75,8 +75,7 @@ def test_a_newer_schema_is_refused_and_left_untouched(tmp_path: Path) -> None:
     assert path.read_bytes() == before
 
 
-@pytest.mark.parametrize("content", [b"this is not a database at all\n" * 40,
-                                     b"SQLite format 3\x00" + b"\xff" * 4000])
+@pytest.mark.parametrize("content", [b"this is not a database at all\n" * 40, b"SQLite format 3\x00" + b"\xff" * 4000])
 def test_a_damaged_file_is_refused_with_a_message_and_left_untouched(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "history.sqlite3"
     path.write_bytes(content)
@@ -106,13 +105,20 @@ async def test_many_writes_at_once_all_land_in_order_and_a_read_after_them_sees_
     path = tmp_path / "history.sqlite3"
     prepare(path)
     store = HistoryStore(path)
-    upsert = ('INSERT INTO steps ("id", "threadId", "name", "type", "output") VALUES (:id, :t, :name, :type, :output) '
-              'ON CONFLICT (id) DO UPDATE SET "output" = :output')
-    writes = [store.execute_sql(upsert, {"id": f"s{i % 64}", "t": "t1", "name": "a", "type": "assistant_message",
-                                         "output": f"version {i // 64}"}) for i in range(64 * 4)]
+    upsert = (
+        'INSERT INTO steps ("id", "threadId", "name", "type", "output") VALUES (:id, :t, :name, :type, :output) '
+        'ON CONFLICT (id) DO UPDATE SET "output" = :output'
+    )
+    writes = [
+        store.execute_sql(
+            upsert,
+            {"id": f"s{i % 64}", "t": "t1", "name": "a", "type": "assistant_message", "output": f"version {i // 64}"},
+        )
+        for i in range(64 * 4)
+    ]
     assert await asyncio.gather(*writes) == [1] * len(writes)
     rows = await store.execute_sql('SELECT "id", "output" FROM steps ORDER BY "id"', {})
     assert len(rows) == 64 and {r["output"] for r in rows} == {"version 3"}
     assert await store.execute_sql("SELECT * FROM no_such_table", {}) is None  # said once, not raised
-    assert await store.execute_sql('SELECT COUNT(*) AS n FROM steps', {}) == [{"n": 64}]
+    assert await store.execute_sql("SELECT COUNT(*) AS n FROM steps", {}) == [{"n": 64}]
     await store.close()

@@ -44,6 +44,7 @@ def sql(url: str, *statements: str) -> list:
             return [await db.fetch(s) for s in statements]
         finally:
             await db.close()
+
     return asyncio.run(run())
 
 
@@ -64,9 +65,13 @@ def test_an_empty_database_gets_the_whole_schema_once(url: str) -> None:
 
 def test_an_older_schema_is_migrated_and_keeps_its_rows(url: str) -> None:
     history_pg.prepare(url)
-    sql(url, 'ALTER TABLE steps DROP COLUMN "modes"', "UPDATE rchat_meta SET value = '0'",
+    sql(
+        url,
+        'ALTER TABLE steps DROP COLUMN "modes"',
+        "UPDATE rchat_meta SET value = '0'",
         """INSERT INTO threads (id, name) VALUES ('t1', 'old chat')""",
-        """INSERT INTO steps (id, name, type, "threadId", output) VALUES ('s1', 'u', 'user_message', 't1', 'q')""")
+        """INSERT INTO steps (id, name, type, "threadId", output) VALUES ('s1', 'u', 'user_message', 't1', 'q')""",
+    )
     assert "will be migrated from schema 0" in history_pg.inspect(url)
     assert "migrated" in history_pg.prepare(url)
     assert "modes" in columns(url, "steps")
@@ -89,13 +94,15 @@ def test_a_newer_schema_or_tables_made_by_something_else_are_refused_and_left_al
 
 @pytest.mark.parametrize("problem", ["no server", "no such database", "wrong password"])
 def test_an_unreachable_database_turns_history_off_like_a_damaged_file(
-        tmp_path: Path, pg_server: str, problem: str) -> None:
-    """The page's words for it are the damaged file's: "History is off: ... Answers in this chat are not saved."
-    """
+    tmp_path: Path, pg_server: str, problem: str
+) -> None:
+    """The page's words for it are the damaged file's: "History is off: ... Answers in this chat are not saved." """
     host = pg_server.split("@", 1)[1].rsplit("/", 1)[0]
-    bad = {"no server": f"postgresql://rchat:pw-s3cret@127.0.0.1:{free_port()}/x",
-           "no such database": f"postgresql://rchat:pw-s3cret@{host}/no_such_db",
-           "wrong password": f"postgresql://nobody:pw-s3cret@{host}/postgres"}[problem]
+    bad = {
+        "no server": f"postgresql://rchat:pw-s3cret@127.0.0.1:{free_port()}/x",
+        "no such database": f"postgresql://rchat:pw-s3cret@{host}/no_such_db",
+        "wrong password": f"postgresql://nobody:pw-s3cret@{host}/postgres",
+    }[problem]
     settings = make_settings(tmp_path, data_dir=tmp_path, database_url=bad)
     said = history_problem(settings)
     assert said.startswith("History is off: Cannot reach the history database postgresql://")
@@ -157,18 +164,40 @@ def test_votes_stored_in_postgresql_reach_the_board_and_the_preference_export(ur
     from backend.records import RECORD_KEY
 
     history_pg.prepare(url)
-    battle = {"kind": "battle", "version": 1, "id": "b1", "question": "Q?", "contenders": {"A": "x", "B": "y"},
-              "answers": {"A": {"answer": "one", "stamp": {"request": {"messages": [{"role": "user", "content": "Q?"}]}}},
-                          "B": {"answer": "two", "stamp": {}}}, "vote": "a", "reasons": [], "comment": "", "user": "u"}
-    sql(url, "INSERT INTO threads (id, \"createdAt\", name) VALUES ('t1', '2026-12-07T00:00:00Z', 'chat')",
+    battle = {
+        "kind": "battle",
+        "version": 1,
+        "id": "b1",
+        "question": "Q?",
+        "contenders": {"A": "x", "B": "y"},
+        "answers": {
+            "A": {"answer": "one", "stamp": {"request": {"messages": [{"role": "user", "content": "Q?"}]}}},
+            "B": {"answer": "two", "stamp": {}},
+        },
+        "vote": "a",
+        "reasons": [],
+        "comment": "",
+        "user": "u",
+    }
+    sql(
+        url,
+        "INSERT INTO threads (id, \"createdAt\", name) VALUES ('t1', '2026-12-07T00:00:00Z', 'chat')",
         "INSERT INTO steps (id, name, type, \"threadId\", \"createdAt\", metadata, output) VALUES ('s1', 'm', "
-        f"'assistant_message', 't1', '2026-12-07T00:00:01Z', '{json.dumps({RECORD_KEY: battle})}', '')")
+        f"'assistant_message', 't1', '2026-12-07T00:00:01Z', '{json.dumps({RECORD_KEY: battle})}', '')",
+    )
     source = history_source(make_settings(tmp_path, database_url=url))
     [stored] = load_battle_records(source)
     assert [(b.a, b.b, b.winner) for b in battles_from_records([stored])] == [("x", "y", "a")]
     env = {"RCHAT_DATABASE_URL": url, "RCHAT_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "backend", "export", "--votes"], env=env, cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "backend", "export", "--votes"],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     [line] = [json.loads(x) for x in done.stdout.splitlines()]
     assert line["chosen"] == [{"role": "assistant", "content": "one"}] and line["chosen_model"] == "x"
@@ -183,11 +212,34 @@ def test_an_accuracy_run_stores_its_answers_in_postgresql(url: str, tmp_path: Pa
     key = json.loads((PROJECT_ROOT / "backend/answers/grading/questions.json").read_text())
     key["questions"] = [q for q in key["questions"] if "9.11" in q["question"]][:1]
     (tmp_path / "one.json").write_text(json.dumps(key))
-    env = {"RCHAT_DATABASE_URL": url, "RCHAT_BASE_URL": fake_server_url, "RCHAT_DATA_DIR": str(tmp_path),
-           "RCHAT_LOG_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "backend", "qa", "run", "--samples", "2", "--questions",
-                           str(tmp_path / "one.json"), "--results", str(tmp_path / "results")], env=env,
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    env = {
+        "RCHAT_DATABASE_URL": url,
+        "RCHAT_BASE_URL": fake_server_url,
+        "RCHAT_DATA_DIR": str(tmp_path),
+        "RCHAT_LOG_DIR": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "backend",
+            "qa",
+            "run",
+            "--samples",
+            "2",
+            "--questions",
+            str(tmp_path / "one.json"),
+            "--results",
+            str(tmp_path / "results"),
+        ],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     records = load_records(PgHistory(url))
     assert len(records) == 2 and {r["verdict"]["outcome"] for r in records} == {"correct"}

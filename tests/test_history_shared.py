@@ -36,10 +36,17 @@ WRITERS, THREADS, STEPS, UPDATES = 4, 6, 3, 5
 
 def run_writers(folder: Path, env: dict[str, str]) -> list[str]:
     """Start WRITERS processes, let them go together once all are up; their outputs."""
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.history_writer", str(folder), str(w),
-                               str(THREADS), str(STEPS), str(UPDATES)], cwd=PROJECT_ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for w in range(WRITERS)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.history_writer", str(folder), str(w), str(THREADS), str(STEPS), str(UPDATES)],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for w in range(WRITERS)
+    ]
     deadline = time.monotonic() + 120
     while len(list(folder.glob("ready-*"))) < WRITERS and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -83,8 +90,12 @@ def history(request: pytest.FixtureRequest, tmp_path: Path) -> dict:
         return {"env": env, "store": lambda: HistoryStore(path), "prepare": lambda: prepare(path), "source": path}
     url = new_database(request.getfixturevalue("pg_server"))
     asyncpg_url = "postgresql+asyncpg://" + url.split("://", 1)[1]
-    return {"env": {**env, "RCHAT_DATABASE_URL": url}, "store": lambda: PostgresHistoryStore(asyncpg_url),
-            "prepare": lambda: history_pg.prepare(url), "source": history_pg.PgHistory(url)}
+    return {
+        "env": {**env, "RCHAT_DATABASE_URL": url},
+        "store": lambda: PostgresHistoryStore(asyncpg_url),
+        "prepare": lambda: history_pg.prepare(url),
+        "source": history_pg.PgHistory(url),
+    }
 
 
 def test_processes_writing_one_history_at_once_lose_nothing(history: dict, tmp_path: Path) -> None:
@@ -114,8 +125,16 @@ def test_pages_starting_together_migrate_an_older_file_once(tmp_path: Path) -> N
 
     with sqlite3.connect(tmp_path / "history.sqlite3") as db:
         db.executescript(OLDER_SCHEMA)
-    procs = [subprocess.Popen([sys.executable, "-c", PREPARE_WHEN_TOLD, str(tmp_path), str(w)], cwd=PROJECT_ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for w in range(WRITERS)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", PREPARE_WHEN_TOLD, str(tmp_path), str(w)],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for w in range(WRITERS)
+    ]
     while len(list(tmp_path.glob("ready-*"))) < WRITERS:
         time.sleep(0.01)
     (tmp_path / "go").touch()
@@ -134,23 +153,39 @@ async def test_a_chat_is_stored_listed_resumed_rated_and_deleted(history: dict) 
     assert (await store.create_user(User(identifier="alice"))).id == user.id  # a second login finds her
     await store.update_thread("t1", name="first chat", user_id=user.id, metadata={"k": [1]}, tags=["x"])
     for i, (kind, text) in enumerate([("user_message", "2+2?"), ("assistant_message", "4 \ud800")]):
-        await store.create_step({"id": f"s{i}", "threadId": "t1", "name": "n", "type": kind, "output": text,
-                                 "streaming": False, "isError": False, "indent": 0, "tags": ["t"],
-                                 "metadata": {"rchat": {"kind": "answer"}}, "createdAt": f"2026-12-08T00:00:0{i}Z",
-                                 "showInput": "json", "defaultOpen": False})
+        await store.create_step(
+            {
+                "id": f"s{i}",
+                "threadId": "t1",
+                "name": "n",
+                "type": kind,
+                "output": text,
+                "streaming": False,
+                "isError": False,
+                "indent": 0,
+                "tags": ["t"],
+                "metadata": {"rchat": {"kind": "answer"}},
+                "createdAt": f"2026-12-08T00:00:0{i}Z",
+                "showInput": "json",
+                "defaultOpen": False,
+            }
+        )
     listed = await store.list_threads(Pagination(first=10), ThreadFilter(userId=user.id))
     assert [t["id"] for t in listed.data] == ["t1"]
     thread = await store.get_thread("t1")
     assert thread["metadata"] == {"k": [1]} and thread["tags"] == ["x"]
     assert [(s["output"], s["metadata"]) for s in thread["steps"]] == [
-        ("2+2?", {"rchat": {"kind": "answer"}}), ("4 \ufffd", {"rchat": {"kind": "answer"}})]
+        ("2+2?", {"rchat": {"kind": "answer"}}),
+        ("4 \ufffd", {"rchat": {"kind": "answer"}}),
+    ]
     feedback_id = await store.upsert_feedback(Feedback(forId="s1", value=1, comment="right", threadId="t1"))
     await store.upsert_feedback(Feedback(id=feedback_id, forId="s1", value=0, threadId="t1"))
     step = await store.get_step("s1")
     assert (step["feedback"]["value"], step["feedback"]["comment"]) == (0, "")
     records = await asyncio.to_thread(load_records, history["source"], user="alice")  # export, replay
     assert [(r["answer_id"], r["thread_name"], r["human_verdict"]["verdict"]) for r in records] == [
-        ("s1", "first chat", "wrong")]
+        ("s1", "first chat", "wrong")
+    ]
     assert await asyncio.to_thread(load_records, history["source"], thread_id="t2") == []
     await store.delete_thread("t1")
     assert await store.get_thread("t1") is None
@@ -160,11 +195,18 @@ async def test_a_chat_is_stored_listed_resumed_rated_and_deleted(history: dict) 
 async def test_many_writes_at_once_all_land_and_a_failed_statement_leaves_the_store_usable(history: dict) -> None:
     history["prepare"]()
     store = history["store"]()
-    upsert = ('INSERT INTO steps ("id", "threadId", "name", "type", "output") VALUES (:id, :t, :name, :type, :output) '
-              'ON CONFLICT (id) DO UPDATE SET "output" = :output')
+    upsert = (
+        'INSERT INTO steps ("id", "threadId", "name", "type", "output") VALUES (:id, :t, :name, :type, :output) '
+        'ON CONFLICT (id) DO UPDATE SET "output" = :output'
+    )
     await store.execute_sql('INSERT INTO threads ("id") VALUES (:id)', {"id": "t1"})  # PostgreSQL checks the key
-    writes = [store.execute_sql(upsert, {"id": f"s{i % 64}", "t": "t1", "name": "a", "type": "assistant_message",
-                                         "output": f"version {i // 64}"}) for i in range(64 * 4)]
+    writes = [
+        store.execute_sql(
+            upsert,
+            {"id": f"s{i % 64}", "t": "t1", "name": "a", "type": "assistant_message", "output": f"version {i // 64}"},
+        )
+        for i in range(64 * 4)
+    ]
     assert await asyncio.gather(*writes) == [1] * len(writes)
     rows = await store.execute_sql('SELECT "id", "output" FROM steps ORDER BY "id"', {})
     assert len(rows) == 64 and {r["output"] for r in rows} == {"version 3"}

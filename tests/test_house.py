@@ -19,16 +19,28 @@ SOURCES = sorted([*PROJECT_ROOT.glob("backend/**/*.py"), PROJECT_ROOT / "app.py"
 FORBIDDEN = {
     # Imports go one way: page -> qa -> answers -> chat -> engine -> shared; server -> engine -> shared.
     # server and qa never import each other (the CLI, an entry point, hands the launcher its preflight).
-    "backend.engine": ("backend.page", "backend.qa", "backend.answers", "backend.chat", "backend.server",
-                       "backend.bench"),
+    "backend.engine": (
+        "backend.page",
+        "backend.qa",
+        "backend.answers",
+        "backend.chat",
+        "backend.server",
+        "backend.bench",
+    ),
     "backend.server": ("backend.page", "backend.chat", "backend.qa", "backend.answers", "backend.bench"),
     "backend.chat": ("backend.page", "backend.qa", "backend.answers", "backend.server", "backend.bench"),
     "backend.answers": ("backend.page", "backend.qa", "backend.server", "backend.bench"),
     "backend.qa": ("backend.page", "backend.server", "backend.bench"),
     "backend.page": ("backend.server", "backend.bench"),
 }
-SHARED = ("backend.settings", "backend.errors", "backend.records", "backend.model_info", "backend.server_status",
-          "backend.readiness")
+SHARED = (
+    "backend.settings",
+    "backend.errors",
+    "backend.records",
+    "backend.model_info",
+    "backend.server_status",
+    "backend.readiness",
+)
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 40
 
 
@@ -63,7 +75,10 @@ def test_imports_go_one_way(path: Path) -> None:
 def test_modules_and_functions_stay_small(path: Path) -> None:
     source = path.read_text()
     assert len(source.splitlines()) <= MAX_MODULE_LINES, f"{path.name} is over {MAX_MODULE_LINES} lines: split it"
-    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(ast.parse(source))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
     assert not long, f"{path.name}: functions over {MAX_FUNCTION_LINES} lines: {long}"

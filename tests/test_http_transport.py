@@ -49,7 +49,9 @@ async def scripted_server(reply: bytes):
 async def read_all(settings, deltas: list) -> None:
     client = make_client(settings, api_key="x")
     try:
-        async for delta in stream_chat(client, settings, {"model": "m", "messages": [{"role": "user", "content": "hi"}]}):
+        async for delta in stream_chat(
+            client, settings, {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        ):
             deltas.append(delta)
     finally:
         await client.close()

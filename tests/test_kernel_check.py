@@ -19,8 +19,12 @@ def test_a_setup_whose_continuations_float32_finds_unlikely_is_named_with_its_le
     ref = _result([-0.50, -0.40, -0.60, -0.55], [[1], [2], [3], [4]], ["The capital is Paris.", "Yes."])
     drift = _result([-0.53, -0.42, -0.61, -0.57], [[1], [2], [9], [4]], ["The capital is Paris.", "No."])
     salad = _result([-0.52, -4.90, -0.60, -6.20], [[1], [7], [3], [8]], ["La la la.", "Yes."])
-    rows = {r["variant"]: r for r in kernel_check.compare(
-        ["float32", "drift", "salad"], {"float32": ref, "drift": drift, "salad": salad}, lengths)}
+    rows = {
+        r["variant"]: r
+        for r in kernel_check.compare(
+            ["float32", "drift", "salad"], {"float32": ref, "drift": drift, "salad": salad}, lengths
+        )
+    }
     assert rows["float32"]["off_lengths"] == [] and rows["float32"]["worst_gap"] == 0
     assert rows["drift"]["off_lengths"] == [] and rows["drift"]["first_token_alike"] == 3
     assert rows["drift"]["first_words_alike"] == 1
@@ -37,7 +41,9 @@ def test_the_default_setup_continues_right_at_every_length_around_the_reported_f
     *vllm_ports, ui_port = free_ports(3)
     lengths = list(range(30, 41))
     results = kernel_check.run(["today", "defaults"], lengths, vllm_ports, ui_port)
-    rows = {r["variant"]: r for r in kernel_check.compare(["today", "defaults"], results["variants"], results["lengths"])}
+    rows = {
+        r["variant"]: r for r in kernel_check.compare(["today", "defaults"], results["variants"], results["lengths"])
+    }
     assert results["lengths"] == lengths
     assert rows["defaults"]["off_lengths"] == [], kernel_check.table(list(rows.values()))
     assert rows["defaults"]["first_words_alike"] >= 30  # of the 39 questions: bf16 drifts, it does not garble

@@ -129,8 +129,13 @@ def test_through_the_balancer_a_tab_on_the_other_page_process_follows_the_saves(
 
 @pytest.mark.server
 def test_on_the_real_server_a_reloaded_tab_follows_the_answer_to_its_end(vllm_server, tmp_path: Path) -> None:
-    env = {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
-           "RCHAT_PERSIST_INTERVAL": "1", "RCHAT_DEFAULT_MAX_TOKENS": "400", "RCHAT_DEFAULT_TEMPERATURE": "0"}
+    env = {
+        "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),
+        "RCHAT_API_KEY": vllm_server.api_key,
+        "RCHAT_PERSIST_INTERVAL": "1",
+        "RCHAT_DEFAULT_MAX_TOKENS": "400",
+        "RCHAT_DEFAULT_TEMPERATURE": "0",
+    }
     with chainlit_app(ui_port=free_port(), log_dir=tmp_path, env=env) as url:
         with browser_page(url, screenshot=shot("follow-real")) as page:
             send(page, "Write a long story about a lighthouse keeper and her cat.")

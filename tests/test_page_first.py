@@ -38,17 +38,34 @@ class SlowStart:
         self.vllm_port, self.ui_port = free_ports(2)
         self.go, self.status_file = tmp_path / "go", tmp_path / f"backend-status-{self.ui_port}.json"
         wrapper = tmp_path / "fake-python"  # vLLM's argv in, the fake out; anything else to the real Python
-        wrapper.write_text(f'#!/bin/sh\ncd {PROJECT_ROOT}\nif [ "$1" = "-m" ]; then shift 2; '
-                           f'exec {sys.executable} -m tests.fake_slow_vllm "$@"; fi\nexec {sys.executable} "$@"\n')
+        wrapper.write_text(
+            f'#!/bin/sh\ncd {PROJECT_ROOT}\nif [ "$1" = "-m" ]; then shift 2; '
+            f'exec {sys.executable} -m tests.fake_slow_vllm "$@"; fi\nexec {sys.executable} "$@"\n'
+        )
         wrapper.chmod(0o755)
         clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
-        env = {**clean, "RCHAT_VLLM_PYTHON": str(wrapper), "RCHAT_DEVICE": "cpu", "RCHAT_ENFORCE_EAGER": "false",
-               "RCHAT_VLLM_PORT": str(self.vllm_port), "RCHAT_UI_PORT": str(self.ui_port),
-               "RCHAT_LOG_DIR": str(tmp_path), "RCHAT_DATA_DIR": str(tmp_path / "data"),
-               "RCHAT_UI_STARTUP_TIMEOUT": "300", "FAKE_VLLM_GO": str(self.go),
-               "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}  # its marks, not the user's
-        self.proc = subprocess.Popen([sys.executable, "-m", "backend", "run"], cwd=PROJECT_ROOT, env=env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        env = {
+            **clean,
+            "RCHAT_VLLM_PYTHON": str(wrapper),
+            "RCHAT_DEVICE": "cpu",
+            "RCHAT_ENFORCE_EAGER": "false",
+            "RCHAT_VLLM_PORT": str(self.vllm_port),
+            "RCHAT_UI_PORT": str(self.ui_port),
+            "RCHAT_LOG_DIR": str(tmp_path),
+            "RCHAT_DATA_DIR": str(tmp_path / "data"),
+            "RCHAT_UI_STARTUP_TIMEOUT": "300",
+            "FAKE_VLLM_GO": str(self.go),
+            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+        }  # its marks, not the user's
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "backend", "run"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.lines: list[str] = []
         threading.Thread(target=lambda: self.lines.extend(self.proc.stdout), daemon=True).start()
 
@@ -108,10 +125,16 @@ async def ask_during_start(service: SlowStart) -> tuple[list[str], list[str]]:
         opening = next(m["id"] for m in session.messages if starting in m.get("output", ""))
         first = next(t for t in texts(session) if starting in t)
         # Kept up to date without a reload: the same message, its seconds counting.
-        await until(lambda: any(m["id"] == opening and starting in m.get("output", "") and m["output"] != first
-                                for m in session.messages))
+        await until(
+            lambda: any(
+                m["id"] == opening and starting in m.get("output", "") and m["output"] != first
+                for m in session.messages
+            )
+        )
         asked = asyncio.create_task(session.ask(QUESTION, timeout=120))
-        await until(lambda: sum(starting in t for t in {m["id"]: m.get("output", "") for m in session.messages}.values()) >= 2)
+        await until(
+            lambda: sum(starting in t for t in {m["id"]: m.get("output", "") for m in session.messages}.values()) >= 2
+        )
         await asyncio.sleep(1.5)
         assert not asked.done() and not [t for t in asked_answers(session) if t.strip()]
         service.go.touch()  # vLLM's start goes on: compile done, API server up

@@ -35,6 +35,7 @@ HOOKS = Hooks(say=print, spawned=lambda _pid: None, reaped=lambda _pid: None, ch
 
 # --- the plan, the pages' command lines and HAProxy's config, without starting anything ---
 
+
 def test_one_page_on_a_cpu_host_four_on_a_gpu_host_unless_set(tmp_path) -> None:
     assert page_workers(make_settings(tmp_path), "cpu") == 1
     assert page_workers(make_settings(tmp_path), "cuda") == GPU_PAGE_WORKERS == 4
@@ -87,8 +88,12 @@ def test_haproxy_config_keeps_a_browser_on_one_page(tmp_path) -> None:
     assert "option redispatch" in text and "timeout tunnel" in text
     assert "server p1 127.0.0.1:40001 cookie p1 check" in text
     assert "server p2 127.0.0.1:40002 cookie p2 check" in text
-    assert haproxy_argv("/usr/sbin/haproxy", tmp_path / "h.cfg") == ["/usr/sbin/haproxy", "-f", str(tmp_path / "h.cfg"),
-                                                                     "-db"]
+    assert haproxy_argv("/usr/sbin/haproxy", tmp_path / "h.cfg") == [
+        "/usr/sbin/haproxy",
+        "-f",
+        str(tmp_path / "h.cfg"),
+        "-db",
+    ]
 
 
 @needs_haproxy
@@ -113,17 +118,33 @@ def test_a_page_knows_its_place_from_the_launchers_variable(monkeypatch) -> None
 
 # --- the real launcher, two real pages and HAProxy, on the fake OpenAI server ---
 
+
 class BalancedService:
     """`python -m backend run` with RCHAT_PAGE_WORKERS=2 in external mode; remembers what it printed."""
 
     def __init__(self, tmp_path: Path, server_url: str, workers: int = 2, **extra: str) -> None:
         self.ui_port, vllm_port = free_ports(2)
         clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
-        env = {**clean, "RCHAT_BASE_URL": server_url, "RCHAT_PAGE_WORKERS": str(workers),
-               "RCHAT_UI_PORT": str(self.ui_port), "RCHAT_VLLM_PORT": str(vllm_port), "RCHAT_LOG_DIR": str(tmp_path),
-               "RCHAT_DATA_DIR": str(tmp_path / "data"), "RCHAT_UI_STARTUP_TIMEOUT": "300", **extra}
-        self.proc = subprocess.Popen([sys.executable, "-m", "backend", "run"], env=env, cwd=PROJECT_ROOT, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        env = {
+            **clean,
+            "RCHAT_BASE_URL": server_url,
+            "RCHAT_PAGE_WORKERS": str(workers),
+            "RCHAT_UI_PORT": str(self.ui_port),
+            "RCHAT_VLLM_PORT": str(vllm_port),
+            "RCHAT_LOG_DIR": str(tmp_path),
+            "RCHAT_DATA_DIR": str(tmp_path / "data"),
+            "RCHAT_UI_STARTUP_TIMEOUT": "300",
+            **extra,
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "backend", "run"],
+            env=env,
+            cwd=PROJECT_ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -154,8 +175,9 @@ class BalancedService:
         """The pid of page `index` (its RCHAT_PAGE_REPLICA says which), or None while there is none."""
         for proc in psutil.Process(self.proc.pid).children(recursive=True):
             try:
-                if "backend.page.serve" in " ".join(proc.cmdline()) and \
-                        proc.environ().get(PAGE_REPLICA_ENV, "").startswith(f"{index}/"):
+                if "backend.page.serve" in " ".join(proc.cmdline()) and proc.environ().get(
+                    PAGE_REPLICA_ENV, ""
+                ).startswith(f"{index}/"):
                     return proc.pid
             except psutil.Error:
                 continue
@@ -181,8 +203,11 @@ def page_cookie(response: httpx.Response) -> str | None:
 
 def established(port: int) -> int:
     """Open connections to a page's port (HAProxy's, on behalf of browsers)."""
-    return sum(1 for c in psutil.net_connections(kind="tcp")
-               if c.laddr and c.laddr.port == port and c.status == psutil.CONN_ESTABLISHED)
+    return sum(
+        1
+        for c in psutil.net_connections(kind="tcp")
+        if c.laddr and c.laddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    )
 
 
 async def two_browsers(url: str) -> tuple[list[str], list[str]]:
@@ -213,8 +238,7 @@ def test_two_pages_behind_haproxy_share_browsers_survive_a_kill_and_stop_clean(t
 
         # One browser with its cookie stays where it is: HAProxy never sets another.
         with httpx.Client(base_url=service.url, cookies={COOKIE: "p2"}) as browser:
-            assert all(browser.get("/").status_code == 200 and page_cookie(browser.get("/")) is None
-                       for _ in range(5))
+            assert all(browser.get("/").status_code == 200 and page_cookie(browser.get("/")) is None for _ in range(5))
 
         # Page 1 killed -9: page 2 serves on (page 1's browsers too), page 1 comes back on its port.
         first, second = service.page_pid(1), service.page_pid(2)

@@ -38,14 +38,16 @@ async def _until(predicate, timeout: float = 60) -> None:
     async def poll() -> None:
         while not predicate():
             await asyncio.sleep(0.05)
+
     await asyncio.wait_for(poll(), timeout)
 
 
 def _in_progress(db: Path, thread_id: str) -> list[str]:
     """Answer texts stored as still in progress for this chat."""
     with sqlite3.connect(db) as con:
-        rows = con.execute("SELECT output, metadata FROM steps WHERE \"threadId\" = ? AND type = 'assistant_message'",
-                           (thread_id,)).fetchall()
+        rows = con.execute(
+            "SELECT output, metadata FROM steps WHERE \"threadId\" = ? AND type = 'assistant_message'", (thread_id,)
+        ).fetchall()
     return [out for out, meta in rows if meta and '"in progress"' in meta and out]
 
 

@@ -29,10 +29,21 @@ KEYED = starters()[0].question  # a question of the answer key, so each answer g
 @pytest.fixture(scope="module")
 def qa_env(vllm_server: VLLMServer, tmp_path_factory) -> dict[str, str]:
     data = tmp_path_factory.mktemp("qa-browser-data")
-    subprocess.run([sys.executable, "-m", "backend", "user", "add", USER, "--password-stdin"], input=PASSWORD + "\n",
-                   text=True, check=True, cwd=PROJECT_ROOT, env={"RCHAT_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"})
-    return {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
-            "RCHAT_DEFAULT_TEMPERATURE": "0", "RCHAT_DEFAULT_MAX_TOKENS": "40", "RCHAT_DATA_DIR": str(data)}
+    subprocess.run(
+        [sys.executable, "-m", "backend", "user", "add", USER, "--password-stdin"],
+        input=PASSWORD + "\n",
+        text=True,
+        check=True,
+        cwd=PROJECT_ROOT,
+        env={"RCHAT_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"},
+    )
+    return {
+        "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),
+        "RCHAT_API_KEY": vllm_server.api_key,
+        "RCHAT_DEFAULT_TEMPERATURE": "0",
+        "RCHAT_DEFAULT_MAX_TOKENS": "40",
+        "RCHAT_DATA_DIR": str(data),
+    }
 
 
 @contextmanager
@@ -40,8 +51,9 @@ def chromium(downloads: Path):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-                                     downloads_path=str(downloads))
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, downloads_path=str(downloads)
+        )
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
             page.set_default_timeout(90_000)  # a loaded shared machine can take over 30 s to render the login
@@ -78,13 +90,20 @@ def human(env: dict[str, str]) -> list[dict | None]:
 
 
 def export_cli(env: dict[str, str], *args: str) -> list[dict]:
-    done = subprocess.run([sys.executable, "-m", "backend", "export", *args], capture_output=True, text=True,
-                          check=False, cwd=PROJECT_ROOT, env={"RCHAT_DATA_DIR": env["RCHAT_DATA_DIR"], "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-m", "backend", "export", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=PROJECT_ROOT,
+        env={"RCHAT_DATA_DIR": env["RCHAT_DATA_DIR"], "PATH": "/usr/bin:/bin"},
+    )
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def test_log_in_verdicts_regenerate_export_then_restart_resume_and_change_a_verdict(qa_env: dict[str, str],
-                                                                                  tmp_path: Path) -> None:
+def test_log_in_verdicts_regenerate_export_then_restart_resume_and_change_a_verdict(
+    qa_env: dict[str, str], tmp_path: Path
+) -> None:
     port = free_port()
     with chainlit_app(ui_port=port, log_dir=tmp_path, env=qa_env) as url, chromium(tmp_path) as page:
         log_in(page, url, password="not the password")
@@ -124,8 +143,12 @@ def test_log_in_verdicts_regenerate_export_then_restart_resume_and_change_a_verd
         page.locator("#thread-history").get_by_text(KEYED).first.click(timeout=30_000)
         page.wait_for_url("**/thread/**", timeout=30_000)
         wait_for(lambda: len(answers(page)) == 2)
-        wait_for(lambda: page.locator(".negative-feedback-on").count() == 1
-                 and page.locator(".positive-feedback-on").count() == 1)
+        wait_for(
+            lambda: (
+                page.locator(".negative-feedback-on").count() == 1
+                and page.locator(".positive-feedback-on").count() == 1
+            )
+        )
         set_verdict(page, page.locator(".positive-feedback-off"))  # the first answer: wrong -> right
         wait_for(lambda: human(qa_env)[0] == {"verdict": "right", "comment": ""})
         send(page, "Name another one.")
@@ -136,7 +159,9 @@ def test_log_in_verdicts_regenerate_export_then_restart_resume_and_change_a_verd
     assert resumed["user"] == USER
 
     # Both answers are now judged right by the person: the key disagrees wherever it did not say correct.
-    disagree = {r["answer_id"] for r in records(qa_env) if r["human_verdict"] and key_outcome(r["verdict"]) != "correct"}
+    disagree = {
+        r["answer_id"] for r in records(qa_env) if r["human_verdict"] and key_outcome(r["verdict"]) != "correct"
+    }
     assert {r["answer_id"] for r in export_cli(qa_env, "--disagreements")} == disagree
     assert len(export_cli(qa_env, "--human-verdicts")) == 2
 

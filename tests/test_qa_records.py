@@ -31,20 +31,31 @@ def data_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def real_app(vllm_server: VLLMServer, data_dir: Path, tmp_path_factory):
-    env = {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
-           "RCHAT_DEFAULT_TEMPERATURE": "0", "RCHAT_DEFAULT_MAX_TOKENS": "200", "RCHAT_DATA_DIR": str(data_dir)}
+    env = {
+        "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),
+        "RCHAT_API_KEY": vllm_server.api_key,
+        "RCHAT_DEFAULT_TEMPERATURE": "0",
+        "RCHAT_DEFAULT_MAX_TOKENS": "200",
+        "RCHAT_DATA_DIR": str(data_dir),
+    }
     with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("qa-ui"), env=env) as url:
         yield url
 
 
 def export_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "backend", "export", *args], capture_output=True, text=True,
-                          cwd=PROJECT_ROOT, env={"RCHAT_DATA_DIR": str(data_dir), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "backend", "export", *args],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={"RCHAT_DATA_DIR": str(data_dir), "PATH": "/usr/bin:/bin"},
+    )
 
 
 @pytest.mark.server
-async def test_an_answer_is_stored_with_its_stamp_and_verdict(real_app: str, data_dir: Path,
-                                                              vllm_server: VLLMServer) -> None:
+async def test_an_answer_is_stored_with_its_stamp_and_verdict(
+    real_app: str, data_dir: Path, vllm_server: VLLMServer
+) -> None:
     async with ChainlitSession(real_app) as session:
         await session.ask(QUESTION)
     records = [r for r in load_records(data_dir / "history.sqlite3") if r["question"] == QUESTION]
@@ -79,8 +90,9 @@ async def test_a_resumed_chat_sends_the_earlier_turns_to_the_model(real_app: str
 
 
 @pytest.mark.server
-async def test_the_export_cli_writes_jsonl_and_markdown_and_explains_an_empty_result(real_app: str, data_dir: Path,
-                                                                                     tmp_path: Path) -> None:
+async def test_the_export_cli_writes_jsonl_and_markdown_and_explains_an_empty_result(
+    real_app: str, data_dir: Path, tmp_path: Path
+) -> None:
     async with ChainlitSession(real_app) as session:  # its own answer: no test relies on another's rows
         await session.ask(QUESTION)
     out = tmp_path / "all.jsonl"
@@ -100,14 +112,19 @@ async def test_the_export_cli_writes_jsonl_and_markdown_and_explains_an_empty_re
 
 @pytest.fixture(scope="module")
 def fake_app(fake_server_url: str, data_dir: Path, tmp_path_factory):
-    env = {"RCHAT_BASE_URL": fake_server_url, "RCHAT_DATA_DIR": str(data_dir / "fake"),
-           "RCHAT_PERSIST_INTERVAL": "0.5", "RCHAT_MAX_RETRIES": "0"}
+    env = {
+        "RCHAT_BASE_URL": fake_server_url,
+        "RCHAT_DATA_DIR": str(data_dir / "fake"),
+        "RCHAT_PERSIST_INTERVAL": "0.5",
+        "RCHAT_MAX_RETRIES": "0",
+    }
     with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("qa-fake"), env=env) as url:
         yield url
 
 
-async def test_a_server_dying_mid_answer_leaves_question_and_partial_answer_stored(fake_app: str,
-                                                                                  data_dir: Path) -> None:
+async def test_a_server_dying_mid_answer_leaves_question_and_partial_answer_stored(
+    fake_app: str, data_dir: Path
+) -> None:
     async with ChainlitSession(fake_app) as session:
         await session.ask("DROP please")
         shown = "".join(session.current.texts.values())

@@ -62,8 +62,9 @@ def test_tagged_reasoning_and_answer_come_apart_whatever_the_cuts(reasoning: str
 
 
 @given(reasoning=plain, answer=plain, cut=cuts)
-def test_a_stream_opened_by_the_template_comes_apart_whatever_the_cuts(reasoning: str, answer: str,
-                                                                      cut: list[int]) -> None:
+def test_a_stream_opened_by_the_template_comes_apart_whatever_the_cuts(
+    reasoning: str, answer: str, cut: list[int]
+) -> None:
     assume(answer.strip() == answer and reasoning.strip() == reasoning)
     assert run(splits(f"{reasoning}</think>{answer}", cut), starts_in_reasoning=True) == (reasoning, answer, False)
 

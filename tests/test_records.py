@@ -17,7 +17,7 @@ MADE_BEFORE = Path(__file__).parent / "data" / "history-made-by-05f5f5f.sqlite3"
 def stored_records(path: Path) -> list[dict]:
     db = sqlite3.connect(path)
     try:
-        rows = db.execute("SELECT metadata FROM steps WHERE metadata LIKE '%\"rchat\"%' ORDER BY \"createdAt\"")
+        rows = db.execute('SELECT metadata FROM steps WHERE metadata LIKE \'%"rchat"%\' ORDER BY "createdAt"')
         return [json.loads(m)[RECORD_KEY] for (m,) in rows]
     finally:
         db.close()
@@ -45,7 +45,15 @@ def test_an_old_history_exports_as_it_did(tmp_path: Path) -> None:
 
 
 def test_a_new_record_says_its_version() -> None:
-    meta = answer_record(question_id="q", question="Q?", sample=1, outcome="complete", reasoning="", answer="A.",
-                         verdict=None, stamp={"engine": {"device": "cpu", "new_fact": 1}, "seed": 3})[RECORD_KEY]
+    meta = answer_record(
+        question_id="q",
+        question="Q?",
+        sample=1,
+        outcome="complete",
+        reasoning="",
+        answer="A.",
+        verdict=None,
+        stamp={"engine": {"device": "cpu", "new_fact": 1}, "seed": 3},
+    )[RECORD_KEY]
     assert meta["version"] == RECORD_VERSION and meta["kind"] == "answer" and meta["verdict"] is None
     assert meta["stamp"]["engine"] == {"device": "cpu", "new_fact": 1}  # facts we do not name are kept

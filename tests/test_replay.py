@@ -20,13 +20,7 @@ import pytest
 
 from backend.bench.chainlit_client import ChainlitSession
 from backend.chat.client import make_client
-from backend.chat.sampling import (
-    apply_update,
-    default_sampling,
-    draws_seeds,
-    request_params,
-    seed_source,
-)
+from backend.chat.sampling import apply_update, default_sampling, draws_seeds, request_params, seed_source
 from backend.engine.facts import _published, engine_facts
 from backend.engine.launch_facts import launch_facts
 from backend.engine.vllm_command import build_launch
@@ -46,6 +40,7 @@ QUESTION = "Name three animals that live in the sea."
 
 # --- seeds ---
 
+
 def test_an_empty_seed_is_drawn_per_request_and_a_set_one_is_sent(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     sampling = default_sampling(settings)
@@ -59,6 +54,7 @@ def test_an_empty_seed_is_drawn_per_request_and_a_set_one_is_sent(tmp_path: Path
 
 
 # --- the model files hash ---
+
 
 def _model(folder: Path) -> Path:
     folder.mkdir()
@@ -88,9 +84,15 @@ def test_the_model_hash_covers_weights_and_tokenizer_and_is_cached(tmp_path: Pat
 
 # --- engine facts ---
 
+
 def test_launch_facts_say_how_vllm_computes_and_leave_secrets_out(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, device="cpu", dtype="float32", enforce_eager=True,
-                             vllm_extra_args="--api-key sekrit --hf-token=abc --seed 7")
+    settings = make_settings(
+        tmp_path,
+        device="cpu",
+        dtype="float32",
+        enforce_eager=True,
+        vllm_extra_args="--api-key sekrit --hf-token=abc --seed 7",
+    )
     spec = build_launch(settings, api_key="the-key")
     facts = launch_facts(spec, model_path=settings.resolved_model, with_hash=False)
     text = json.dumps(facts)
@@ -126,14 +128,28 @@ def test_the_page_takes_engine_facts_only_from_a_live_launcher(tmp_path: Path) -
 
 
 def test_engine_differences_name_what_changed_and_what_was_not_known() -> None:
-    stamped = {"model_hash": "sha256:aaa", "dtype": "float32", "vllm_version": "0.32.0", "max_model_len": 4096,
-               "served_max_model_len": 4096, "quantization": None, "enforce_eager": True,
-               "enable_prefix_caching": None, "enable_chunked_prefill": False, "device": "cpu", "cpu": "Xeon",
-               "cpu_flags": ["amx_bf16"],
-               "flags": ["--dtype", "float32", "--enforce-eager", "--max-num-seqs", "8"]}
+    stamped = {
+        "model_hash": "sha256:aaa",
+        "dtype": "float32",
+        "vllm_version": "0.32.0",
+        "max_model_len": 4096,
+        "served_max_model_len": 4096,
+        "quantization": None,
+        "enforce_eager": True,
+        "enable_prefix_caching": None,
+        "enable_chunked_prefill": False,
+        "device": "cpu",
+        "cpu": "Xeon",
+        "cpu_flags": ["amx_bf16"],
+        "flags": ["--dtype", "float32", "--enforce-eager", "--max-num-seqs", "8"],
+    }
     assert engine_differences(stamped, dict(stamped)) == ([], [])
-    other = {**stamped, "model_hash": "sha256:bbb", "dtype": "bfloat16",
-             "flags": ["--dtype", "bfloat16", "--enforce-eager", "--max-num-seqs", "8"]}
+    other = {
+        **stamped,
+        "model_hash": "sha256:bbb",
+        "dtype": "bfloat16",
+        "flags": ["--dtype", "bfloat16", "--enforce-eager", "--max-num-seqs", "8"],
+    }
     reasons, _ = engine_differences(stamped, other)
     assert [r.split(":")[0] for r in reasons] == ["model files (hash)", "dtype"]  # flags: dtype said once
     external = {"source": "server", "vllm_version": "0.32.0", "unknown": ["dtype", "model_hash", "flags"]}
@@ -153,19 +169,30 @@ def test_the_word_diff_shows_where_two_answers_part() -> None:
 
 # --- on the real vLLM, started by the real launcher (which publishes the engine facts) ---
 
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> Iterator[dict[str, str]]:
     """`python -m backend serve` (vLLM under the launcher, no page); yields the RCHAT_* variables that
     point a page or the CLI at it. The page then samples (temperature 0.7) with the seed left empty."""
     log_dir = tmp_path_factory.mktemp("replay")
     ui_port, vllm_port = free_ports(2)
-    env = {"RCHAT_UI_PORT": str(ui_port), "RCHAT_VLLM_PORT": str(vllm_port), "RCHAT_LOG_DIR": str(log_dir),
-           "RCHAT_DATA_DIR": str(log_dir / "data"), "RCHAT_API_KEY": "rchat-replay-test",
-           "RCHAT_DEFAULT_TEMPERATURE": "0.7", "RCHAT_DEFAULT_MAX_TOKENS": "48",
-           "RCHAT_STARTUP_TIMEOUT": "1800"}  # a shared 2-core machine has taken over 600 s to start vLLM
+    env = {
+        "RCHAT_UI_PORT": str(ui_port),
+        "RCHAT_VLLM_PORT": str(vllm_port),
+        "RCHAT_LOG_DIR": str(log_dir),
+        "RCHAT_DATA_DIR": str(log_dir / "data"),
+        "RCHAT_API_KEY": "rchat-replay-test",
+        "RCHAT_DEFAULT_TEMPERATURE": "0.7",
+        "RCHAT_DEFAULT_MAX_TOKENS": "48",
+        "RCHAT_STARTUP_TIMEOUT": "1800",
+    }  # a shared 2-core machine has taken over 600 s to start vLLM
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
-    launcher = processes.spawn_group([sys.executable, "-m", "backend", "serve"], env={**clean, **env},
-                                     log_path=log_dir / "serve.out", cwd=PROJECT_ROOT)
+    launcher = processes.spawn_group(
+        [sys.executable, "-m", "backend", "serve"],
+        env={**clean, **env},
+        log_path=log_dir / "serve.out",
+        cwd=PROJECT_ROOT,
+    )
     status_path = log_dir / f"backend-status-{env['RCHAT_UI_PORT']}.json"
     try:
         deadline = time.monotonic() + 1900
@@ -189,25 +216,38 @@ def data_of(served: dict[str, str]) -> Path:
 
 
 def settings_of(served: dict[str, str]):
-    return make_settings(Path(served["RCHAT_LOG_DIR"]), ui_port=int(served["RCHAT_UI_PORT"]),
-                         vllm_port=int(served["RCHAT_VLLM_PORT"]), api_key=served["RCHAT_API_KEY"])
+    return make_settings(
+        Path(served["RCHAT_LOG_DIR"]),
+        ui_port=int(served["RCHAT_UI_PORT"]),
+        vllm_port=int(served["RCHAT_VLLM_PORT"]),
+        api_key=served["RCHAT_API_KEY"],
+    )
 
 
 def replay_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "backend", "replay", *args], check=False,
-                          capture_output=True, text=True,
-                          cwd=PROJECT_ROOT, env={**env, "PATH": "/usr/bin:/bin"}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "backend", "replay", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={**env, "PATH": "/usr/bin:/bin"},
+        timeout=600,
+    )
 
 
 @pytest.mark.server
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
-async def test_a_sampled_answer_replays_identically_from_the_command_line(sampling_app: str,
-                                                                          served: dict[str, str]) -> None:
+async def test_a_sampled_answer_replays_identically_from_the_command_line(
+    sampling_app: str, served: dict[str, str]
+) -> None:
     async with ChainlitSession(sampling_app) as session:
         await session.ask(QUESTION)
     [record] = [r for r in load_records(data_of(served)) if r["question"] == QUESTION]
     stamp = record["stamp"]
-    assert stamp["seed_source"] == "drawn" and isinstance(stamp["seed"], int) and stamp["sampling"]["temperature"] == 0.7
+    assert (
+        stamp["seed_source"] == "drawn" and isinstance(stamp["seed"], int) and stamp["sampling"]["temperature"] == 0.7
+    )
     assert stamp["request"]["messages"][-1] == {"role": "user", "content": QUESTION}
     engine = stamp["engine"]
     launch = build_launch(settings_of(served), api_key="k")  # float32 or bfloat16, compiled or eager, by the host
@@ -244,7 +284,8 @@ async def test_the_replay_button_posts_the_verdict_under_the_answer(sampling_app
 @pytest.mark.server
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comparable(
-        sampling_app: str, served: dict[str, str]) -> None:
+    sampling_app: str, served: dict[str, str]
+) -> None:
     settings = settings_of(served)
     async with ChainlitSession(sampling_app) as session:
         await session.ask("What is the capital of France?")
@@ -267,7 +308,8 @@ async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comp
 @pytest.mark.server
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_in_external_mode_the_stamp_says_what_the_server_reported_and_what_is_unknown(
-        served: dict[str, str], tmp_path: Path) -> None:
+    served: dict[str, str], tmp_path: Path
+) -> None:
     url = f"http://127.0.0.1:{served['RCHAT_VLLM_PORT']}"
     settings = make_settings(tmp_path, base_url=url, api_key=served["RCHAT_API_KEY"])
     facts = await engine_facts(settings)
@@ -276,18 +318,26 @@ async def test_in_external_mode_the_stamp_says_what_the_server_reported_and_what
     assert {"dtype", "model_hash", "flags"} <= set(facts["unknown"]) and "dtype" not in facts
 
 
-async def test_a_different_replay_in_bf16_says_a_batch_may_be_the_whole_difference(fake_server_url: str,
-                                                                                    tmp_path: Path) -> None:
+async def test_a_different_replay_in_bf16_says_a_batch_may_be_the_whole_difference(
+    fake_server_url: str, tmp_path: Path
+) -> None:
     """A scripted answer (tests/fake_openai_server.py: a fixed reply) against a stored one that differs,
     on an engine the launcher published as bf16: in bf16 a batch alone changed every seeded replay we
     measured, so a QA user must be told before blaming the model."""
     settings = make_settings(tmp_path, vllm_port=int(fake_server_url.rsplit(":", 1)[1]))
     engine = {"source": "launcher", "dtype": "bfloat16", "device": "cpu"}
     write_status(settings.status_file, BackendStatus(state="ready", pid=os.getpid(), engine=engine))
-    request = {"messages": [{"role": "user", "content": "Which is bigger, 9.11 or 9.8?"}],
-               "params": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 40, "seed": 5}}
-    record = {"answer_id": "a1", "outcome": "complete", "answer": "9.11 is bigger.", "reasoning": "",
-              "stamp": {"engine": engine, "request": request, "seed": 5, "sampling": {"temperature": 0.7}}}
+    request = {
+        "messages": [{"role": "user", "content": "Which is bigger, 9.11 or 9.8?"}],
+        "params": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 40, "seed": 5},
+    }
+    record = {
+        "answer_id": "a1",
+        "outcome": "complete",
+        "answer": "9.11 is bigger.",
+        "reasoning": "",
+        "stamp": {"engine": engine, "request": request, "seed": 5, "sampling": {"temperature": 0.7}},
+    }
     client = make_client(settings, api_key="k")
     bf16 = await replay(record, settings=settings, client=client)
     assert bf16.verdict == "different" and any("batch alone changed every seeded replay" in c for c in bf16.caveats)
@@ -298,7 +348,9 @@ async def test_a_different_replay_in_bf16_says_a_batch_may_be_the_whole_differen
     assert plain.verdict == "different" and not any("batch" in c for c in plain.caveats)
 
 
-async def test_the_pages_engine_facts_follow_a_server_changed_behind_the_same_url(tmp_path: Path, fake_server_url) -> None:
+async def test_the_pages_engine_facts_follow_a_server_changed_behind_the_same_url(
+    tmp_path: Path, fake_server_url
+) -> None:
     """A server upgraded or restarted behind one URL is stamped as it is now: a new launcher status
     (or REFRESH_AFTER seconds) makes the page's cache ask the server again."""
     from backend.engine.facts import FactsCache

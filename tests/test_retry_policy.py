@@ -14,20 +14,24 @@ REQUEST = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
 def status_error(code: int) -> openai.APIStatusError:
     response = httpx.Response(code, request=REQUEST, json={"error": {"message": "x"}})
     cls = {429: openai.RateLimitError, 400: openai.BadRequestError, 401: openai.AuthenticationError}.get(
-        code, openai.InternalServerError)
+        code, openai.InternalServerError
+    )
     return cls("x", response=response, body=None)
 
 
-@pytest.mark.parametrize(("exc", "retried"), [
-    (openai.APIConnectionError(request=REQUEST), True),
-    (status_error(429), True),
-    (status_error(500), True),
-    (status_error(503), True),
-    (status_error(400), False),
-    (status_error(401), False),
-    (openai.APITimeoutError(request=REQUEST), False),
-    (ValueError("ours"), False),
-])
+@pytest.mark.parametrize(
+    ("exc", "retried"),
+    [
+        (openai.APIConnectionError(request=REQUEST), True),
+        (status_error(429), True),
+        (status_error(500), True),
+        (status_error(503), True),
+        (status_error(400), False),
+        (status_error(401), False),
+        (openai.APITimeoutError(request=REQUEST), False),
+        (ValueError("ours"), False),
+    ],
+)
 def test_what_is_retried(exc: BaseException, retried: bool) -> None:
     assert is_retryable(exc) is retried
 

@@ -18,8 +18,13 @@ pytestmark = pytest.mark.install
 
 
 def test_the_runtime_check_fails_when_a_runtime_dependency_is_missing() -> None:
-    proc = subprocess.run([sys.executable, "scripts/check_runtime.py", "--drop", "greenlet"], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "scripts/check_runtime.py", "--drop", "greenlet"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-3000:]
     assert "FAILED: start_service.sh exited" in out

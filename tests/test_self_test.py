@@ -22,26 +22,34 @@ RECORDED = Path(__file__).parent / "cpuinfo"
 @pytest.fixture
 def on_host(monkeypatch: pytest.MonkeyPatch):
     """Make the self-test see a recorded CPU (tests/cpuinfo/) instead of this machine's, which changes."""
+
     def use(name: str) -> None:
         flags = cpu_host.parse_flags((RECORDED / name).read_text())
         monkeypatch.setattr(cpu_host, "read_host", lambda: (flags, name, [0, 1]))
+
     return use
 
 
 def fake_settings(tmp_path: Path, **overrides: object) -> Settings:
     """Settings whose `vllm_python` runs tests/fake_wrong_dtype_vllm.py on vLLM's own argv."""
     wrapper = tmp_path / "fake-python"
-    wrapper.write_text(f"#!/bin/sh\ncd {PROJECT_ROOT}\nshift 2\n"  # drop `-m vllm...api_server`
-                       f"exec {sys.executable} -m tests.fake_wrong_dtype_vllm \"$@\"\n")
+    wrapper.write_text(
+        f"#!/bin/sh\ncd {PROJECT_ROOT}\nshift 2\n"  # drop `-m vllm...api_server`
+        f'exec {sys.executable} -m tests.fake_wrong_dtype_vllm "$@"\n'
+    )
     wrapper.chmod(0o755)
     return make_settings(tmp_path, vllm_python=str(wrapper), device="cpu", startup_timeout=60, **overrides)
 
 
 def bf16_launch(settings: Settings) -> LaunchSpec:
     """The launch a bf16-choosing host (an AMD EPYC, say) would build."""
-    return LaunchSpec(argv=build_argv(settings, device="cpu", host=BF16_HOST),
-                      env=build_env(settings, api_key="k", host=BF16_HOST), device="cpu", dtype="bfloat16",
-                      why=BF16_HOST.reason)
+    return LaunchSpec(
+        argv=build_argv(settings, device="cpu", host=BF16_HOST),
+        env=build_env(settings, api_key="k", host=BF16_HOST),
+        device="cpu",
+        dtype="bfloat16",
+        why=BF16_HOST.reason,
+    )
 
 
 def restart(server: VLLMServer, said: list[str]) -> tuple[str | None, str]:
@@ -85,8 +93,9 @@ def test_on_amx_a_wrong_bf16_answer_first_keeps_onednn_off_amx(tmp_path: Path, o
     assert said[-1].startswith("self-test passed in bfloat16")
 
 
-def test_on_amx_still_wrong_with_onednn_capped_falls_back_to_float32(tmp_path: Path, on_host,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_amx_still_wrong_with_onednn_capped_falls_back_to_float32(
+    tmp_path: Path, on_host, monkeypatch: pytest.MonkeyPatch
+) -> None:
     on_host("intel_xeon_amx.txt")
     monkeypatch.setenv("FAKE_SALAD_EVEN_CAPPED", "1")  # inherited by the fake server
     settings = fake_settings(tmp_path)

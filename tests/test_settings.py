@@ -73,8 +73,14 @@ def test_external_mode_strips_v1_suffix() -> None:
 
 def test_command_line_reports_a_bad_env_value_in_one_line() -> None:
     env = {"PATH": "/usr/bin:/bin", "RCHAT_VLLM_PORT": "abc"}
-    proc = subprocess.run([sys.executable, "-m", "backend", "check"], cwd=PROJECT_ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "backend", "check"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
     assert "RCHAT_VLLM_PORT='abc'" in proc.stderr
@@ -86,7 +92,6 @@ def test_every_setting_is_documented_in_env_example() -> None:
     example = (PROJECT_ROOT / ".env.example").read_text()
     missing = [name for name in Settings.model_fields if f"RCHAT_{name.upper()}=" not in example]
     assert not missing, f"not in .env.example: {missing}"
-
 
 
 MEASURED = re.compile(r"\b20\d\d-\d\d-\d\d\b|tok/s|\b\d+(\.\d+)?x\b|\d+ ?%")  # a date, a rate, a ratio, a share

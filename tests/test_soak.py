@@ -20,8 +20,11 @@ MAX_GROWTH_MIB = 50.0
 @pytest.fixture(scope="module")
 def page(vllm_server: VLLMServer, tmp_path_factory) -> tuple[str, Path]:
     log_dir = tmp_path_factory.mktemp("soak-ui")
-    env = {"RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port), "RCHAT_API_KEY": vllm_server.api_key,
-           "RCHAT_DEFAULT_MAX_TOKENS": "16"}
+    env = {
+        "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),
+        "RCHAT_API_KEY": vllm_server.api_key,
+        "RCHAT_DEFAULT_MAX_TOKENS": "16",
+    }
     with chainlit_app(ui_port=free_port(), log_dir=log_dir, env=env) as url:
         yield url, log_dir / "data" / "history.sqlite3"
 

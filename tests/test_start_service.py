@@ -34,10 +34,22 @@ class RunningService:
 
     def __init__(self, tmp_path, ports: tuple[int, int] | None = None, **extra_env: str) -> None:
         self.vllm_port, self.ui_port = ports or tuple(free_ports(2))
-        env = {**os.environ, "RCHAT_VLLM_PORT": str(self.vllm_port), "RCHAT_UI_PORT": str(self.ui_port),
-               "RCHAT_LOG_DIR": str(tmp_path), "RCHAT_DATA_DIR": str(tmp_path / "data"), **extra_env}
-        self.proc = subprocess.Popen([str(PROJECT_ROOT / "start_service.sh")], env=env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        env = {
+            **os.environ,
+            "RCHAT_VLLM_PORT": str(self.vllm_port),
+            "RCHAT_UI_PORT": str(self.ui_port),
+            "RCHAT_LOG_DIR": str(tmp_path),
+            "RCHAT_DATA_DIR": str(tmp_path / "data"),
+            **extra_env,
+        }
+        self.proc = subprocess.Popen(
+            [str(PROJECT_ROOT / "start_service.sh")],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.lines: list[str] = []
         self.ready = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -83,9 +95,11 @@ def _all_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proces
 
 
 @pytest.mark.server
-@pytest.mark.parametrize("sig, moment", [(signal.SIGTERM, "starting"), (signal.SIGHUP, "starting"),
-                                         (signal.SIGKILL, "ready")],
-                         ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
+@pytest.mark.parametrize(
+    "sig, moment",
+    [(signal.SIGTERM, "starting"), (signal.SIGHUP, "starting"), (signal.SIGKILL, "ready")],
+    ids=lambda v: v.name if isinstance(v, signal.Signals) else v,
+)
 def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Signals, moment: str) -> None:
     """SIGKILL once the chat is up; SIGTERM and SIGHUP (a closed terminal) while vLLM is still loading,
     when its engine process exists and the page, started at once, too. Ctrl-C once the chat is up ends
@@ -99,8 +113,11 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
         spawned = service.descendants()
         names = " ".join(" ".join(p.cmdline()) for p in spawned)
         assert "vllm" in names and "backend.page.serve" in names
-        installed = [line for line in service.output.splitlines()
-                     if "[setup] installing" in line or line.startswith("embedded model ")]
+        installed = [
+            line
+            for line in service.output.splitlines()
+            if "[setup] installing" in line or line.startswith("embedded model ")
+        ]
         assert not installed, installed  # a second run installs, converts and copies nothing
         assert "CPU threads: vLLM's own" in service.output  # the start-up says how vLLM computes (default)
         os.kill(service.proc.pid, sig)
@@ -120,8 +137,9 @@ def _starts_again_on_the_same_ports(tmp_path, service: RunningService) -> None:
     """A second start right after the first one ended, on its ports: it comes up and answers. A restart
     compiles nothing: vLLM loads the compiled model from the user's cache, and says so."""
     kernels = compile_cache_files()
-    with RunningService(tmp_path / "again", ports=(service.vllm_port, service.ui_port),
-                        RCHAT_STARTUP_TIMEOUT=str(SLOW_START)) as again:
+    with RunningService(
+        tmp_path / "again", ports=(service.vllm_port, service.ui_port), RCHAT_STARTUP_TIMEOUT=str(SLOW_START)
+    ) as again:
         again.wait_ready(SLOW_START)
         said, answers = asyncio.run(_ask(f"http://127.0.0.1:{again.ui_port}", "What is 2 plus 2?"))
         assert len(answers) == 1 and answers[0].strip(), said
@@ -196,9 +214,12 @@ async def _chat_then_resume(url: str, thread_id: str = "") -> str:
 
 @pytest.mark.server
 @pytest.mark.timeout(3 * SLOW_START)  # two whole vLLM starts and a page restart
-def test_a_killed_page_and_a_vllm_killed_twice_in_a_row_come_back_and_ctrl_c_mid_restart_leaves_nothing(tmp_path) -> None:
-    with RunningService(tmp_path, RCHAT_MAX_RESTARTS="3", RCHAT_DEFAULT_MAX_TOKENS="32",
-                        RCHAT_STARTUP_TIMEOUT=str(SLOW_START)) as service:
+def test_a_killed_page_and_a_vllm_killed_twice_in_a_row_come_back_and_ctrl_c_mid_restart_leaves_nothing(
+    tmp_path,
+) -> None:
+    with RunningService(
+        tmp_path, RCHAT_MAX_RESTARTS="3", RCHAT_DEFAULT_MAX_TOKENS="32", RCHAT_STARTUP_TIMEOUT=str(SLOW_START)
+    ) as service:
         service.wait_ready(SLOW_START)
         url, db = f"http://127.0.0.1:{service.ui_port}", tmp_path / "data" / "history.sqlite3"
         thread_id = asyncio.run(_chat_then_resume(url))
@@ -271,8 +292,9 @@ async def _ask(url: str, question: str, *, timeout: float = 300) -> tuple[str, l
 @pytest.mark.server
 @pytest.mark.timeout(3 * SLOW_START)  # two whole vLLM starts
 def test_a_crashed_vllm_is_restarted_and_repeated_crashes_are_given_up_on_with_the_page_saying_so(tmp_path) -> None:
-    with RunningService(tmp_path, RCHAT_MAX_RESTARTS="1", RCHAT_DEFAULT_MAX_TOKENS="400",
-                        RCHAT_STARTUP_TIMEOUT=str(SLOW_START)) as service:
+    with RunningService(
+        tmp_path, RCHAT_MAX_RESTARTS="1", RCHAT_DEFAULT_MAX_TOKENS="400", RCHAT_STARTUP_TIMEOUT=str(SLOW_START)
+    ) as service:
         service.wait_ready(SLOW_START)
         url, status_file = f"http://127.0.0.1:{service.ui_port}", tmp_path / f"backend-status-{service.ui_port}.json"
         # Killed in the middle of an answer: it ends with a message and keeps its text, on the page and stored.
@@ -307,8 +329,14 @@ def test_a_crashed_vllm_is_restarted_and_repeated_crashes_are_given_up_on_with_t
 
 
 def _backend_cli(data_dir, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "backend", *args], input=stdin, capture_output=True, text=True,
-                          cwd=PROJECT_ROOT, env={**os.environ, "RCHAT_DATA_DIR": str(data_dir)})
+    return subprocess.run(
+        [sys.executable, "-m", "backend", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "RCHAT_DATA_DIR": str(data_dir)},
+    )
 
 
 async def _log_in_and_ask(url: str, user: str, password: str) -> None:
@@ -325,8 +353,13 @@ def test_the_api_key_auth_secret_and_passwords_never_reach_logs_history_or_expor
     data_dir, api_key, password = tmp_path / "data", "sk-rchat-test-KEY-5f2a9c", "Correct-Horse-7731"
     added = _backend_cli(data_dir, "user", "add", "qa1", "--password-stdin", stdin=password + "\n")
     assert added.returncode == 0, added.stderr
-    with RunningService(tmp_path, RCHAT_DATA_DIR=str(data_dir), RCHAT_API_KEY=api_key,
-                        RCHAT_DEFAULT_MAX_TOKENS="32", VLLM_LOGGING_LEVEL="DEBUG") as service:
+    with RunningService(
+        tmp_path,
+        RCHAT_DATA_DIR=str(data_dir),
+        RCHAT_API_KEY=api_key,
+        RCHAT_DEFAULT_MAX_TOKENS="32",
+        VLLM_LOGGING_LEVEL="DEBUG",
+    ) as service:
         service.wait_ready()
         asyncio.run(_log_in_and_ask(f"http://127.0.0.1:{service.ui_port}", "qa1", password))
         for fmt in ("jsonl", "md"):
@@ -355,19 +388,25 @@ def _snapshot(folder) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("key, value, says", [
-    ("RCHAT_VLLM_PORT", "abc", "RCHAT_VLLM_PORT='abc'"),
-    ("RCHAT_DEFAULT_TEMPERATURE", "9", "less than or equal to 2"),
-    ("RCHAT_MAX_RESTARTS", "-1", "greater than or equal to 0"),
-    ("RCHAT_USERS", "{not json", "it must be JSON"),
-    ("RCHAT_HISTORY", "maybe", "RCHAT_HISTORY='maybe'"),
-    ("RCHAT_MODEL", "/nonexistent/model", "model path /nonexistent/model does not exist"),
-    ("RCHAT_MODEL", str(PROJECT_ROOT / "backend"), "has no config.json"),
-], ids=lambda v: str(v)[:24])
+@pytest.mark.parametrize(
+    "key, value, says",
+    [
+        ("RCHAT_VLLM_PORT", "abc", "RCHAT_VLLM_PORT='abc'"),
+        ("RCHAT_DEFAULT_TEMPERATURE", "9", "less than or equal to 2"),
+        ("RCHAT_MAX_RESTARTS", "-1", "greater than or equal to 0"),
+        ("RCHAT_USERS", "{not json", "it must be JSON"),
+        ("RCHAT_HISTORY", "maybe", "RCHAT_HISTORY='maybe'"),
+        ("RCHAT_MODEL", "/nonexistent/model", "model path /nonexistent/model does not exist"),
+        ("RCHAT_MODEL", str(PROJECT_ROOT / "backend"), "has no config.json"),
+    ],
+    ids=lambda v: str(v)[:24],
+)
 def test_a_bad_setting_stops_the_start_in_one_line_and_changes_nothing_stored(tmp_path, key, value, says) -> None:
     """An existing data folder (history with a chat in it, a user) is byte for byte the same after."""
     data_dir = tmp_path / "data"
-    assert _backend_cli(data_dir, "user", "add", "qa1", "--password-stdin", stdin="Correct-Horse-7731\n").returncode == 0
+    assert (
+        _backend_cli(data_dir, "user", "add", "qa1", "--password-stdin", stdin="Correct-Horse-7731\n").returncode == 0
+    )
     prepare(data_dir / "history.sqlite3")  # the app's own schema, in WAL mode
     con = sqlite3.connect(data_dir / "history.sqlite3")
     with con:
@@ -376,9 +415,17 @@ def test_a_bad_setting_stops_the_start_in_one_line_and_changes_nothing_stored(tm
     con.close()
     before = _snapshot(data_dir)
     ports = tuple(free_ports(2))
-    env = {**os.environ, "RCHAT_VLLM_PORT": str(ports[0]), "RCHAT_UI_PORT": str(ports[1]),
-           "RCHAT_LOG_DIR": str(tmp_path / "logs"), "RCHAT_DATA_DIR": str(data_dir), key: value}
-    done = subprocess.run([str(PROJECT_ROOT / "start_service.sh")], env=env, capture_output=True, text=True, timeout=180)
+    env = {
+        **os.environ,
+        "RCHAT_VLLM_PORT": str(ports[0]),
+        "RCHAT_UI_PORT": str(ports[1]),
+        "RCHAT_LOG_DIR": str(tmp_path / "logs"),
+        "RCHAT_DATA_DIR": str(data_dir),
+        key: value,
+    }
+    done = subprocess.run(
+        [str(PROJECT_ROOT / "start_service.sh")], env=env, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode in (1, 2), done.stdout + done.stderr
     errors = [line for line in (done.stdout + done.stderr).splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and says in errors[0], done.stdout + done.stderr

@@ -42,14 +42,20 @@ USAGE = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 5}}
 
 def client_answering(*reads: bytes) -> openai.AsyncOpenAI:
     """A client whose server sends the body in these reads (the pieces arrive one by one)."""
+
     async def body():
         for piece in reads:
             yield piece
 
     def handler(_request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"})
-    return openai.AsyncOpenAI(base_url="http://scripted/v1", api_key="none", max_retries=0,
-                              http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+
+    return openai.AsyncOpenAI(
+        base_url="http://scripted/v1",
+        api_key="none",
+        max_retries=0,
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+    )
 
 
 async def deltas_of(tmp_path, *reads: bytes) -> list[Delta]:
@@ -59,31 +65,43 @@ async def deltas_of(tmp_path, *reads: bytes) -> list[Delta]:
 
 
 async def test_one_read_of_many_chunks_comes_out_merged_in_order(tmp_path) -> None:
-    body = sse(reasoning("Compare "), reasoning("tenths."), content("9.8 "), content("is "), content("bigger."),
-               FINISH, USAGE)
+    body = sse(
+        reasoning("Compare "), reasoning("tenths."), content("9.8 "), content("is "), content("bigger."), FINISH, USAGE
+    )
     deltas = await deltas_of(tmp_path, body)
     assert [(d.reasoning, d.answer) for d in deltas if d.reasoning or d.answer] == [
-        ("Compare tenths.", ""), ("", "9.8 is bigger.")]
+        ("Compare tenths.", ""),
+        ("", "9.8 is bigger."),
+    ]
     assert [d.finish_reason for d in deltas if d.finish_reason] == ["stop"]
-    assert next(d.usage for d in deltas if d.usage) == {"prompt_tokens": 7, "completion_tokens": 5,
-                                                        "reasoning_tokens": None}
+    assert next(d.usage for d in deltas if d.usage) == {
+        "prompt_tokens": 7,
+        "completion_tokens": 5,
+        "reasoning_tokens": None,
+    }
 
 
 async def test_text_before_an_error_in_the_same_read_is_kept_and_the_error_is_said(tmp_path) -> None:
     body = sse(content("Partial "), content("answer"), {"error": {"message": "engine died", "code": 500}}, done=False)
     seen: list[Delta] = []
     with pytest.raises(BackendBusy, match="failed in the middle of the answer .engine died"):
-        async for delta in stream_chat(client_answering(body), make_settings(tmp_path),
-                                       {"model": "m", "messages": [{"role": "user", "content": "hi"}]}):
+        async for delta in stream_chat(
+            client_answering(body),
+            make_settings(tmp_path),
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        ):
             seen.append(delta)
     assert "".join(d.answer for d in seen) == "Partial answer"
 
 
 @hsettings(max_examples=60, deadline=None)
-@given(pieces=st.lists(st.text(alphabet="ab <>/thinkx9.é", min_size=1, max_size=6), min_size=1, max_size=12),
-       cuts=st.lists(st.integers(min_value=1, max_value=2000), max_size=8))
-async def test_however_the_bytes_are_cut_into_reads_the_text_is_the_same(tmp_path_factory, pieces: list[str],
-                                                                         cuts: list[int]) -> None:
+@given(
+    pieces=st.lists(st.text(alphabet="ab <>/thinkx9.é", min_size=1, max_size=6), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(min_value=1, max_value=2000), max_size=8),
+)
+async def test_however_the_bytes_are_cut_into_reads_the_text_is_the_same(
+    tmp_path_factory, pieces: list[str], cuts: list[int]
+) -> None:
     """The same stream in one read, one read per chunk, and cut at arbitrary bytes (inside a line,
     inside a UTF-8 character, inside a think tag): the same reasoning and answer text every way."""
     tmp = tmp_path_factory.mktemp("cuts")

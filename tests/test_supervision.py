@@ -66,13 +66,16 @@ def test_no_restarts_allowed_gives_up_at_the_first_crash() -> None:
 def _spawn(tmp_path: Path, step: str) -> tuple[subprocess.Popen, int]:
     port = processes.free_port()
     (tmp_path / "script").write_text(step + "\n")
-    proc = processes.spawn_group([sys.executable, FAKE, str(port), str(tmp_path / "script")], env=None,
-                                 log_path=tmp_path / "child.log")
+    proc = processes.spawn_group(
+        [sys.executable, FAKE, str(port), str(tmp_path / "script")], env=None, log_path=tmp_path / "child.log"
+    )
     return proc, port
 
 
-@pytest.mark.parametrize("step, verdict", [("serve", Verdict.READY), ("exit 0", Verdict.GONE),
-                                           ("exit 3", Verdict.GONE), ("hang", Verdict.TIMED_OUT)])
+@pytest.mark.parametrize(
+    "step, verdict",
+    [("serve", Verdict.READY), ("exit 0", Verdict.GONE), ("exit 3", Verdict.GONE), ("hang", Verdict.TIMED_OUT)],
+)
 def test_waiting_ends_on_ready_on_any_exit_or_at_the_deadline(tmp_path, step: str, verdict: Verdict) -> None:
     proc, port = _spawn(tmp_path, step)
     try:
@@ -93,10 +96,15 @@ class FakeService:
         self.vllm_script, page_script = tmp_path / "vllm.script", tmp_path / "page.script"
         self.vllm_script.write_text("".join(f"{step}\n" for step in vllm))
         s = self.settings
-        self.launch = LaunchSpec(argv=[sys.executable, FAKE, str(s.vllm_port), str(self.vllm_script)], env={},
-                                 device="cpu")
-        self.launcher = Launcher(s, launch=self.launch, page_argv=[sys.executable, FAKE, str(s.ui_port), str(page_script)],
-                                 after_healthy=after_healthy)
+        self.launch = LaunchSpec(
+            argv=[sys.executable, FAKE, str(s.vllm_port), str(self.vllm_script)], env={}, device="cpu"
+        )
+        self.launcher = Launcher(
+            s,
+            launch=self.launch,
+            page_argv=[sys.executable, FAKE, str(s.ui_port), str(page_script)],
+            after_healthy=after_healthy,
+        )
         self.code: int | None = None
         self.seen: set[psutil.Process] = set()
         # Other tests' session servers (a real vLLM, the fake OpenAI server) are our children too: not ours to judge.
@@ -276,11 +284,13 @@ def test_the_self_tests_restart_is_a_phase_of_the_start_not_a_crash(tmp_path) ->
         return None if len(checks) > 1 else "self-test failed in bfloat16 (asked ...); starting it in float32"
 
     with FakeService(tmp_path, ["serve", "serve"], after_healthy=after_healthy) as service:
+
         def watch() -> bool:
             status = service.status()
             if not seen or seen[-1] != (status.state, status.phase):
                 seen.append((status.state, status.phase))
             return service.both_up()
+
         service.wait_for(watch)
     states = {state for state, _ in seen}
     assert states <= {"starting", "ready"}, seen

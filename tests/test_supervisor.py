@@ -20,11 +20,17 @@ from tests.conftest import CLEAR_QUESTION, make_settings
 @pytest.mark.server
 def test_server_is_healthy_and_answers_a_chat(vllm_server: VLLMServer) -> None:
     assert httpx.get(vllm_server.url_for("health")).status_code == 200
-    reply = httpx.post(vllm_server.url_for("v1", "chat", "completions"), timeout=120,
-                       headers={"Authorization": f"Bearer {vllm_server.api_key}"},
-                       json={"model": vllm_server.settings.resolved_served_name, "temperature": 0,
-                             "max_tokens": 20,
-                             "messages": [{"role": "user", "content": CLEAR_QUESTION}]})
+    reply = httpx.post(
+        vllm_server.url_for("v1", "chat", "completions"),
+        timeout=120,
+        headers={"Authorization": f"Bearer {vllm_server.api_key}"},
+        json={
+            "model": vllm_server.settings.resolved_served_name,
+            "temperature": 0,
+            "max_tokens": 20,
+            "messages": [{"role": "user", "content": CLEAR_QUESTION}],
+        },
+    )
     assert reply.status_code == 200, reply.text
     assert "Paris" in reply.json()["choices"][0]["message"]["content"]
 
@@ -39,8 +45,11 @@ def test_server_refuses_requests_without_the_api_key(vllm_server: VLLMServer) ->
 @pytest.mark.server
 def test_server_listens_on_loopback_only(vllm_server: VLLMServer) -> None:
     port = vllm_server.settings.vllm_port
-    listening = [c.laddr.ip for c in psutil.net_connections("inet")
-                 if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN]
+    listening = [
+        c.laddr.ip
+        for c in psutil.net_connections("inet")
+        if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
+    ]
     assert listening and all(ip == "127.0.0.1" for ip in listening)
 
 

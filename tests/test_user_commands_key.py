@@ -111,18 +111,34 @@ def one_question(folder: Path) -> Path:
 
 def backend_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     """A second terminal: the same settings as the app's (here: its ports and folders), no RCHAT_API_KEY."""
-    return subprocess.run([sys.executable, "-m", "backend", *args], check=False, capture_output=True, text=True,
-                          cwd=PROJECT_ROOT, env={**env, "PATH": "/usr/bin:/bin"}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "backend", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={**env, "PATH": "/usr/bin:/bin"},
+        timeout=600,
+    )
 
 
 def start_launcher(log_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
     """`python -m backend serve` (the launcher, without the page) on defaults: RCHAT_API_KEY unset."""
     ui_port, vllm_port = free_ports(2)
-    env = {"RCHAT_UI_PORT": str(ui_port), "RCHAT_VLLM_PORT": str(vllm_port), "RCHAT_LOG_DIR": str(log_dir),
-           "RCHAT_DATA_DIR": str(log_dir / "data"), "RCHAT_STARTUP_TIMEOUT": "1800"}
+    env = {
+        "RCHAT_UI_PORT": str(ui_port),
+        "RCHAT_VLLM_PORT": str(vllm_port),
+        "RCHAT_LOG_DIR": str(log_dir),
+        "RCHAT_DATA_DIR": str(log_dir / "data"),
+        "RCHAT_STARTUP_TIMEOUT": "1800",
+    }
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
-    launcher = processes.spawn_group([sys.executable, "-m", "backend", "serve"], env={**clean, **env},
-                                     log_path=log_dir / "serve.out", cwd=PROJECT_ROOT)
+    launcher = processes.spawn_group(
+        [sys.executable, "-m", "backend", "serve"],
+        env={**clean, **env},
+        log_path=log_dir / "serve.out",
+        cwd=PROJECT_ROOT,
+    )
     status_path = log_dir / f"backend-status-{ui_port}.json"
     deadline = time.monotonic() + 1900
     while (status := read_status(status_path)) is None or status.state != "ready":
@@ -141,8 +157,21 @@ def test_qa_run_and_replay_work_beside_a_running_app_without_rchat_api_key(tmp_p
         assert stat.S_IMODE(path.stat().st_mode) == 0o600 and key
         assert key not in (tmp_path / "serve.out").read_text()  # never in the launcher's log
         assert not any(key in p.read_text(errors="replace") for p in tmp_path.rglob("*.log"))
-        done = backend_cli(env, "qa", "run", "--samples", "1", "--parallel", "1", "--max-tokens", "8",
-                           "--questions", str(one_question(tmp_path)), "--results", str(tmp_path / "results"))
+        done = backend_cli(
+            env,
+            "qa",
+            "run",
+            "--samples",
+            "1",
+            "--parallel",
+            "1",
+            "--max-tokens",
+            "8",
+            "--questions",
+            str(one_question(tmp_path)),
+            "--results",
+            str(tmp_path / "results"),
+        )
         said = done.stdout + done.stderr
         assert done.returncode == 0 and "API key" not in said and "1 answer(s) stored" in said, said
         [record] = load_records(tmp_path / "data" / "history.sqlite3")
@@ -151,8 +180,17 @@ def test_qa_run_and_replay_work_beside_a_running_app_without_rchat_api_key(tmp_p
         said = again.stdout + again.stderr
         assert again.returncode in (0, 1) and "API key" not in said, said  # identical or different, but replayed
         assert f"Replay of answer {record['answer_id']}" in again.stdout
-        wrong = backend_cli({**env, "RCHAT_API_KEY": "not-the-key"}, "qa", "run", "--samples", "1",
-                            "--questions", str(one_question(tmp_path)), "--results", str(tmp_path / "results"))
+        wrong = backend_cli(
+            {**env, "RCHAT_API_KEY": "not-the-key"},
+            "qa",
+            "run",
+            "--samples",
+            "1",
+            "--questions",
+            str(one_question(tmp_path)),
+            "--results",
+            str(tmp_path / "results"),
+        )
         assert wrong.returncode == 2 and "refused the API key" in wrong.stderr, wrong.stderr  # set, it wins
     finally:
         processes.stop_group(launcher, grace=30)

@@ -18,8 +18,15 @@ def test_cpu_defaults_are_eager_float32_and_offline(tmp_path) -> None:
 
 
 def test_gpu_defaults_keep_cuda_graphs_and_pass_tuning_flags(tmp_path) -> None:
-    s = make_settings(tmp_path, gpu_memory_utilization=0.8, max_num_seqs=128, max_num_batched_tokens=8192,
-                      block_size=32, enable_prefix_caching=True, quantization="fp8")
+    s = make_settings(
+        tmp_path,
+        gpu_memory_utilization=0.8,
+        max_num_seqs=128,
+        max_num_batched_tokens=8192,
+        block_size=32,
+        enable_prefix_caching=True,
+        quantization="fp8",
+    )
     argv = build_argv(s, device="cuda")
     assert "--enforce-eager" not in argv and "--dtype" not in argv
     assert build_argv(make_settings(tmp_path, dtype="bfloat16"), device="cpu").count("bfloat16") == 1
@@ -37,9 +44,16 @@ def test_gpu_gets_the_measured_batched_token_default_unless_set(tmp_path) -> Non
 
 
 def test_parallelism_reasoning_template_and_extra_args(tmp_path) -> None:
-    s = make_settings(tmp_path, data_parallel_size=2, pipeline_parallel_size=2, reasoning_parser="qwen3",
-                      chat_template="/t.jinja", vllm_extra_args="--stream-interval 4 --seed '7'",
-                      enable_prefix_caching=False, enforce_eager=False)
+    s = make_settings(
+        tmp_path,
+        data_parallel_size=2,
+        pipeline_parallel_size=2,
+        reasoning_parser="qwen3",
+        chat_template="/t.jinja",
+        vllm_extra_args="--stream-interval 4 --seed '7'",
+        enable_prefix_caching=False,
+        enforce_eager=False,
+    )
     argv = build_argv(s, device="cpu")
     joined = " ".join(argv)
     assert "--data-parallel-size 2" in joined and "--pipeline-parallel-size 2" in joined
@@ -66,8 +80,10 @@ def test_configured_vllm_python_is_used(tmp_path) -> None:
 def test_vllm_may_keep_its_bytecode_cache_and_gets_the_launch_variables() -> None:
     """With PYTHONDONTWRITEBYTECODE (set machine-wide here) every vLLM start compiled torch and vLLM
     from source again in each of its processes; the server's environment leaves it out."""
-    env = server_environ({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin", "OMP_NUM_THREADS": "2"},
-                         {"OMP_NUM_THREADS": "1", "VLLM_API_KEY": "k"})
+    env = server_environ(
+        {"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin", "OMP_NUM_THREADS": "2"},
+        {"OMP_NUM_THREADS": "1", "VLLM_API_KEY": "k"},
+    )
     assert env == {"PATH": "/bin", "OMP_NUM_THREADS": "1", "VLLM_API_KEY": "k"}
 
 

@@ -59,8 +59,9 @@ def send(page, text: str, tries: int = 3) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
-    for attempt in Retrying(stop=stop_after_attempt(tries), retry=retry_if_exception_type(PlaywrightTimeout),
-                            reraise=True):
+    for attempt in Retrying(
+        stop=stop_after_attempt(tries), retry=retry_if_exception_type(PlaywrightTimeout), reraise=True
+    ):
         with attempt:
             page.fill("#chat-input", text)
             page.locator("#chat-submit:not([disabled])").click(timeout=20_000)

@@ -69,8 +69,10 @@ class AnswerOutcome:
             kept = " What was already written is kept above." if self.answer or self.reasoning else ""
             return f"{self.error}{kept}"
         if self.thinking_cut_off:
-            return (f"The model used its whole token budget thinking and gave no final answer. Raise "
-                    f"{limit_setting} and ask again.")
+            return (
+                f"The model used its whole token budget thinking and gave no final answer. Raise "
+                f"{limit_setting} and ask again."
+            )
         if self.finish_reason == "length":
             return f"The answer was cut off at the token limit ({limit_setting})."
         return ""
@@ -86,7 +88,14 @@ class AnswerOutcome:
 
     def record(self, *, thinking_step_id: str = "") -> dict[str, Any]:
         """The metadata stored with the answer message (backend/records.py)."""
-        return answer_record(question_id=self.request.question_id, question=self.request.question,
-                             sample=self.request.sample, outcome=self.outcome, reasoning=self.reasoning,
-                             answer=self.answer, verdict=self.grade, stamp=self.stamp,
-                             thinking_step_id=thinking_step_id)
+        return answer_record(
+            question_id=self.request.question_id,
+            question=self.request.question,
+            sample=self.request.sample,
+            outcome=self.outcome,
+            reasoning=self.reasoning,
+            answer=self.answer,
+            verdict=self.grade,
+            stamp=self.stamp,
+            thinking_step_id=thinking_step_id,
+        )

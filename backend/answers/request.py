@@ -27,18 +27,35 @@ class AnswerRequest:
         return messages
 
 
-def new_request(settings: Settings, sampling: Sampling, messages: list[dict[str, Any]], *,
-                engine: dict[str, Any], question: str = "", question_id: str = "", sample: int = 1,
-                session_id: str | None = None) -> AnswerRequest:
+def new_request(
+    settings: Settings,
+    sampling: Sampling,
+    messages: list[dict[str, Any]],
+    *,
+    engine: dict[str, Any],
+    question: str = "",
+    question_id: str = "",
+    sample: int = 1,
+    session_id: str | None = None,
+) -> AnswerRequest:
     """The request for a new answer under `sampling`: the one place a body is built from settings.
 
     Seeds are drawn unless the engine would crash on them (`draws_seeds`); `session_id` goes out as
     X-Session-ID so that a router with consistent hashing keeps one chat on one replica's cache."""
     draw = draws_seeds(engine)
-    body: dict[str, Any] = {"model": settings.resolved_served_name, "messages": messages,
-                            **request_params(sampling, draw_seed=draw)}
+    body: dict[str, Any] = {
+        "model": settings.resolved_served_name,
+        "messages": messages,
+        **request_params(sampling, draw_seed=draw),
+    }
     if session_id:
         body["extra_headers"] = {"X-Session-ID": session_id}
-    return AnswerRequest(body=body, engine=engine, question=question, question_id=question_id, sample=sample,
-                         seed_source=seed_source(sampling, draw_seed=draw),
-                         starts_in_reasoning=settings.reasoning_starts_inside and sampling.thinking)
+    return AnswerRequest(
+        body=body,
+        engine=engine,
+        question=question,
+        question_id=question_id,
+        sample=sample,
+        seed_source=seed_source(sampling, draw_seed=draw),
+        starts_in_reasoning=settings.reasoning_starts_inside and sampling.thinking,
+    )

@@ -18,6 +18,7 @@ from typing import Any
 from backend.model_info import generation_config
 from backend.settings import PROJECT_ROOT, Settings
 
+NOT_SAMPLING = ("messages", "model", "extra_body", "extra_headers", "stream", "stream_options")
 MONOTONIC = ("started", "first_token_at", "reasoning_started", "reasoning_ended", "ended")  # meaningless later
 
 
@@ -28,20 +29,28 @@ def now_iso() -> str:
 @cache
 def app_commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
-                             text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=5
+        )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
-def make_stamp(*, settings: Settings, request: dict[str, Any], started_at: str, finished_at: str,
-               stats: dict[str, Any], context_messages: int, engine: dict[str, Any],
-               seed_source: str | None = None) -> dict[str, Any]:
+def make_stamp(
+    *,
+    settings: Settings,
+    request: dict[str, Any],
+    started_at: str,
+    finished_at: str,
+    stats: dict[str, Any],
+    context_messages: int,
+    engine: dict[str, Any],
+    seed_source: str | None = None,
+) -> dict[str, Any]:
     """The stamp of one answer. `request` is exactly what was sent; it is kept whole for a replay."""
-    sent = {k: v for k, v in request.items() if k not in ("messages", "model", "extra_body", "extra_headers",
-                                                          "stream", "stream_options")}
-    kwargs = (request.get("extra_body") or {}).get("chat_template_kwargs", {})
+    sent = {k: v for k, v in request.items() if k not in NOT_SAMPLING}
+    extra_body = request.get("extra_body") or {}
     model_defaults = generation_config(settings.resolved_model)
     system = next((m["content"] for m in request.get("messages", []) if m["role"] == "system"), "")
     return {
@@ -53,13 +62,12 @@ def make_stamp(*, settings: Settings, request: dict[str, Any], started_at: str, 
         "model_generation_config": model_defaults,
         "seed": request.get("seed"),
         "seed_source": seed_source,  # "user" (set in the panel) or "drawn" (by the app, for this answer)
-        "thinking": kwargs.get("enable_thinking"),
-        "thinking_budget": (request.get("extra_body") or {}).get("thinking_token_budget"),
+        "thinking": extra_body.get("chat_template_kwargs", {}).get("enable_thinking"),
+        "thinking_budget": extra_body.get("thinking_token_budget"),
         "reasoning_effort": request.get("reasoning_effort"),
         "system_prompt": system,
         "context_messages": context_messages,
-        "request": {"messages": request.get("messages", []), "params": sent,
-                    "extra_body": request.get("extra_body") or {}},
+        "request": {"messages": request.get("messages", []), "params": sent, "extra_body": extra_body},
         "engine": engine,
         "started_at": started_at,
         "finished_at": finished_at,

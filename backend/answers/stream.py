@@ -52,23 +52,44 @@ class LiveAnswer:
     started_at: str = field(default_factory=now_iso)
 
     def stamp(self) -> dict[str, Any]:
-        return make_stamp(settings=self.settings, request=self.request.body, engine=self.request.engine,
-                          seed_source=self.request.seed_source, started_at=self.started_at,
-                          finished_at=now_iso(), stats=self.stats.as_dict(),
-                          context_messages=len(self.request.messages))
+        return make_stamp(
+            settings=self.settings,
+            request=self.request.body,
+            engine=self.request.engine,
+            seed_source=self.request.seed_source,
+            started_at=self.started_at,
+            finished_at=now_iso(),
+            stats=self.stats.as_dict(),
+            context_messages=len(self.request.messages),
+        )
 
     def ended(self, outcome: Outcome, error: Exception | None = None) -> AnswerOutcome:
         self.stats.finish()
-        grade = grade_answer(self.request.question, self.answer, outcome=outcome,
-                             finish_reason=self.stats.finish_reason)
+        grade = grade_answer(
+            self.request.question, self.answer, outcome=outcome, finish_reason=self.stats.finish_reason
+        )
         worded = "" if error is None else str(error) if isinstance(error, ChatAppError) else user_message(error)
-        return AnswerOutcome(outcome=outcome, request=self.request, answer=self.answer, reasoning=self.reasoning,
-                             stats=self.stats, stamp=self.stamp(), grade=grade, error=worded, failure=error)
+        return AnswerOutcome(
+            outcome=outcome,
+            request=self.request,
+            answer=self.answer,
+            reasoning=self.reasoning,
+            stats=self.stats,
+            stamp=self.stamp(),
+            grade=grade,
+            error=worded,
+            failure=error,
+        )
 
 
-async def stream_answer(client: openai.AsyncOpenAI, settings: Settings, request: AnswerRequest, *,
-                        observer: AnswerObserver | None = None,
-                        stop: Callable[[], bool] = lambda: False) -> AnswerOutcome:
+async def stream_answer(
+    client: openai.AsyncOpenAI,
+    settings: Settings,
+    request: AnswerRequest,
+    *,
+    observer: AnswerObserver | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> AnswerOutcome:
     """Stream one answer to `observer` and return how it ended (see the module docstring)."""
     live = LiveAnswer(request, settings)
     try:
@@ -86,10 +107,10 @@ async def stream_answer(client: openai.AsyncOpenAI, settings: Settings, request:
     return live.ended("complete")
 
 
-async def _pump(client: openai.AsyncOpenAI, live: LiveAnswer, observer: AnswerObserver | None,
-                stop: Callable[[], bool]) -> None:
-    deltas = stream_chat(client, live.settings, live.request.body,
-                         starts_in_reasoning=live.request.starts_in_reasoning)
+async def _pump(
+    client: openai.AsyncOpenAI, live: LiveAnswer, observer: AnswerObserver | None, stop: Callable[[], bool]
+) -> None:
+    deltas = stream_chat(client, live.settings, live.request.body, starts_in_reasoning=live.request.starts_in_reasoning)
     async with contextlib.aclosing(deltas):
         async for delta in deltas:
             if stop():

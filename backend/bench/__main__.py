@@ -40,35 +40,50 @@ def _levels(text: str) -> list[int]:
     try:
         levels = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers, e.g. 1,4,16") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of whole numbers, e.g. 1,4,16"
+        ) from None
     if not levels or any(c < 1 or c > 4096 for c in levels):
         raise argparse.ArgumentTypeError(f"concurrency levels must be 1-4096, got {text!r}")
     return levels
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m backend.bench", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--concurrency", type=_levels, default=None,
-                   help="comma-separated stream counts (default 1,4,16; 1,4,16,64 with --fast-server)")
-    p.add_argument("--max-tokens", type=int, default=None,
-                   help="output tokens per request (default 128; 256 with --fast-server)")
+    p = argparse.ArgumentParser(
+        prog="python -m backend.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_levels,
+        default=None,
+        help="comma-separated stream counts (default 1,4,16; 1,4,16,64 with --fast-server)",
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=None, help="output tokens per request (default 128; 256 with --fast-server)"
+    )
     p.add_argument("--repeat", type=int, default=2, help="requests per stream, back to back (default 2)")
     p.add_argument("--skip-ui", action="store_true", help="no through-the-page run")
     p.add_argument("--skip-baseline", action="store_true", help="no transformers baseline")
     p.add_argument("--baseline-levels", type=_levels, default=None, help="levels for the baseline (default: same)")
     p.add_argument("--startup", action="store_true", help="measure start-up instead of throughput")
-    p.add_argument("--fast-server", action="store_true",
-                   help="stream from a fake server as fast as a GPU (backend/bench/fast_server.py) to measure "
-                        "the page alone; no baseline")
+    p.add_argument(
+        "--fast-server",
+        action="store_true",
+        help="stream from a fake server as fast as a GPU (backend/bench/fast_server.py) to measure "
+        "the page alone; no baseline",
+    )
     p.add_argument("--fast-rate", type=float, default=600.0, help="its tokens/s per stream (default 600)")
     p.add_argument("--fast-ttft", type=float, default=0.015, help="its seconds to first token (default 0.015)")
     p.add_argument("--fast-per-chunk", type=int, default=1, help="its tokens per chunk (default 1)")
     p.add_argument("--skip-browser", action="store_true", help="no real-Chromium row")
     p.add_argument("--url", default="", help="benchmark this running server instead of starting one")
     p.add_argument("--api-key", default="", help="its API key")
-    p.add_argument("--ui-url", default="", help="benchmark this running chat page (already pointed at the server) "
-                                                "instead of starting one: another commit's page, several page processes")
+    p.add_argument(
+        "--ui-url",
+        default="",
+        help="benchmark this running chat page (already pointed at the server) "
+        "instead of starting one: another commit's page, several page processes",
+    )
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "results", help="results folder")
     p.add_argument("--label", default="", help="a note stored with the results (machine, flags)")
     args = p.parse_args(argv)
@@ -87,8 +102,15 @@ def throughput(args: argparse.Namespace, stack: ExitStack, dtype: str) -> dict:
     if args.url:
         url, key, model = args.url.rstrip("/"), args.api_key, settings.resolved_served_name
     elif args.fast_server:
-        url = stack.enter_context(fast_server(port=free_port(), log_dir=Path(tempfile.mkdtemp()), rate=args.fast_rate,
-                                              ttft=args.fast_ttft, per_chunk=args.fast_per_chunk))
+        url = stack.enter_context(
+            fast_server(
+                port=free_port(),
+                log_dir=Path(tempfile.mkdtemp()),
+                rate=args.fast_rate,
+                ttft=args.fast_ttft,
+                per_chunk=args.fast_per_chunk,
+            )
+        )
         key, model = "fast", settings.resolved_served_name
         say(f"fast server: {args.fast_rate:.0f} tok/s per stream after {args.fast_ttft * 1000:.0f} ms")
     else:
@@ -102,7 +124,9 @@ def throughput(args: argparse.Namespace, stack: ExitStack, dtype: str) -> dict:
         warm_up(ui_url)
     for c in args.concurrency:  # direct and page side by side at each level: the ratio sees the same machine load
         run_direct(url, key, model, PROMPT, concurrency=min(c, 4), repeat=1, max_tokens=16)  # warm-up
-        records, wall = run_direct(url, key, model, PROMPT, concurrency=c, repeat=args.repeat, max_tokens=args.max_tokens)
+        records, wall = run_direct(
+            url, key, model, PROMPT, concurrency=c, repeat=args.repeat, max_tokens=args.max_tokens
+        )
         results["direct"][c] = summarize(records, wall_seconds=wall)
         say(f"direct   {c:>4} streams: {results['direct'][c]['tok_s_total']:.0f} tok/s total")
         if ui_url:
@@ -118,8 +142,12 @@ def start_page(args: argparse.Namespace, stack: ExitStack, url: str, key: str) -
     """The chat page in external mode against `url`, warmed up; its URL."""
     from backend.bench.ui_process import chainlit_app
 
-    env = {"RCHAT_BASE_URL": url, "RCHAT_API_KEY": key, "RCHAT_DEFAULT_TEMPERATURE": "0",
-           "RCHAT_DEFAULT_MAX_TOKENS": str(args.max_tokens)}
+    env = {
+        "RCHAT_BASE_URL": url,
+        "RCHAT_API_KEY": key,
+        "RCHAT_DEFAULT_TEMPERATURE": "0",
+        "RCHAT_DEFAULT_MAX_TOKENS": str(args.max_tokens),
+    }
     ui_url = stack.enter_context(chainlit_app(ui_port=free_port(), log_dir=Path(tempfile.mkdtemp()), env=env))
     warm_up(ui_url)
     return ui_url
@@ -156,12 +184,26 @@ def baseline(args: argparse.Namespace, settings, dtype: str) -> dict:
     """transformers in the run's dtype (the vLLM one), so the comparison is of servers, not of number formats."""
     levels = args.baseline_levels or args.concurrency
     say(f"transformers baseline at {levels} (one request at a time)")
-    proc = subprocess.run([vllm_python(settings), "-m", "backend.bench.hf_baseline", settings.resolved_model,
-                           PROMPT, str(args.max_tokens), ",".join(map(str, levels)), dtype],
-                          cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, check=True)
+    proc = subprocess.run(
+        [
+            vllm_python(settings),
+            "-m",
+            "backend.bench.hf_baseline",
+            settings.resolved_model,
+            PROMPT,
+            str(args.max_tokens),
+            ",".join(map(str, levels)),
+            dtype,
+        ],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
     raw = json.loads(proc.stdout)
-    return {int(c): summarize([StreamRecord(**r) for r in v["records"]], wall_seconds=v["wall_s"])
-            for c, v in raw.items()}
+    return {
+        int(c): summarize([StreamRecord(**r) for r in v["records"]], wall_seconds=v["wall_s"]) for c, v in raw.items()
+    }
 
 
 def startup(stack: ExitStack) -> dict:

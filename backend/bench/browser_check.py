@@ -11,8 +11,14 @@ from backend.bench.ui_load import TOKENS_IN_STATS
 
 CHROMIUM = "/usr/bin/chromium"
 # Without the network-related flags Chromium's own connections are refused, many at a time, here.
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 OBSERVER = """() => {
   window.__growth = [];
   let last = 0;
@@ -39,13 +45,21 @@ def run_browser(url: str, prompt: str, *, repeat: int) -> list[StreamRecord]:
             page.fill("#chat-input", prompt)
             sent = page.evaluate("() => performance.now()")
             page.locator("#chat-submit:not([disabled])").click()
-            page.wait_for_function("() => [...document.querySelectorAll('[data-step-type=\"assistant_message\"]')]"
-                                   ".some(e => e.innerText.includes('finish:'))", timeout=300_000)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('[data-step-type=\"assistant_message\"]')]"
+                ".some(e => e.innerText.includes('finish:'))",
+                timeout=300_000,
+            )
             growth = page.evaluate("() => window.__growth")
             final = page.locator('[data-step-type="assistant_message"]').last.inner_text()
             match = TOKENS_IN_STATS.search(final)
             # The last growth is the stats line being written, not a token: leave it out.
-            records.append(StreamRecord(sent_at=sent / 1000, arrivals=[t / 1000 for t in growth[:-1]],
-                                        tokens=int(match.group(1)) if match else 0))
+            records.append(
+                StreamRecord(
+                    sent_at=sent / 1000,
+                    arrivals=[t / 1000 for t in growth[:-1]],
+                    tokens=int(match.group(1)) if match else 0,
+                )
+            )
         browser.close()
     return records

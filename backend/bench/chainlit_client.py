@@ -68,8 +68,14 @@ class ChainlitSession:
         auth = {"sessionId": self.session_id, "clientType": "webapp", "userEnv": "{}"}
         if self.resume_id:
             auth["threadId"] = self.resume_id
-        await self.sio.connect(self.url, socketio_path="/ws/socket.io", auth=auth, transports=["websocket"],
-                               headers={"Cookie": cookie}, wait_timeout=60)  # 1 s by default: too short under load
+        await self.sio.connect(
+            self.url,
+            socketio_path="/ws/socket.io",
+            auth=auth,
+            transports=["websocket"],
+            headers={"Cookie": cookie},
+            wait_timeout=60,
+        )  # 1 s by default: too short under load
         await self.sio.emit("connection_successful")
         # The server answers connection_successful with a task_end, then runs on_chat_start (or
         # on_chat_resume, for a thread id) as a task of its own, which ends with a second one. Wait
@@ -101,12 +107,21 @@ class ChainlitSession:
             while self._task_ends < count:
                 self._task_ended.clear()
                 await self._task_ended.wait()
+
         await asyncio.wait_for(reached(), timeout)
 
     async def send(self, text: str) -> None:
-        payload = {"message": {"id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message",
-                               "output": text, "createdAt": datetime.now(UTC).isoformat()},
-                   "fileReferences": []}
+        payload = {
+            "message": {
+                "id": str(uuid.uuid4()),
+                "threadId": "",
+                "name": "User",
+                "type": "user_message",
+                "output": text,
+                "createdAt": datetime.now(UTC).isoformat(),
+            },
+            "fileReferences": [],
+        }
         await self.sio.emit("client_message", payload)
 
     async def click(self, action: dict, *, timeout: float = 300) -> None:

@@ -27,13 +27,7 @@ from backend.bench.__main__ import PROMPT, _levels, baseline
 from backend.bench.direct import run_direct
 from backend.bench.stats import summarize
 from backend.engine import cpu_host
-from backend.engine.vllm_command import (
-    LaunchSpec,
-    build_argv,
-    build_env,
-    build_launch,
-    vllm_python,
-)
+from backend.engine.vllm_command import LaunchSpec, build_argv, build_env, build_launch, vllm_python
 from backend.server import self_test
 from backend.server.processes import free_ports
 from backend.server.supervisor import VLLMServer
@@ -42,14 +36,19 @@ from backend.settings import PROJECT_ROOT, Settings, load_settings
 
 def _spec(settings: Settings, dtype: str, env: dict[str, str]) -> LaunchSpec:
     host = cpu_host.HostChoice(dtype=dtype, reason="benchmark variant", env=env)
-    return LaunchSpec(argv=build_argv(settings, device="cpu", host=host),
-                      env=build_env(settings, api_key=settings.api_key.get_secret_value(), host=host),
-                      device="cpu", dtype=dtype)
+    return LaunchSpec(
+        argv=build_argv(settings, device="cpu", host=host),
+        env=build_env(settings, api_key=settings.api_key.get_secret_value(), host=host),
+        device="cpu",
+        dtype=dtype,
+    )
 
 
 def _host_parts(settings: Settings) -> tuple[dict[str, str], dict[str, str]]:
     _flags, _model, cpus = cpu_host.read_host()
-    return cpu_host.thread_env(cpus), cpu_host.preload_env(cpu_host.find_preloads(vllm_python(settings), intel_openmp=True))
+    return cpu_host.thread_env(cpus), cpu_host.preload_env(
+        cpu_host.find_preloads(vllm_python(settings), intel_openmp=True)
+    )
 
 
 def _defaults_with(settings: Settings, **update) -> LaunchSpec:
@@ -92,16 +91,29 @@ def run_variant(name: str, spec: LaunchSpec, settings: Settings, args: argparse.
     log = Path(tempfile.mkdtemp()) / f"vllm-{name}.log"
     with VLLMServer(settings, launch=spec, log_path=log) as server:
         verdict = self_test.ask(server.url, server.api_key, settings.resolved_served_name)
-        say(f"{name}: healthy after {server.ready_after:.0f} s, dtype {spec.dtype}, answer "
-            f"{'right' if verdict.ok else 'WRONG'}: {(verdict.answer or verdict.problem)[:70]!r}")
-        out = {"dtype": spec.dtype, "env": {k: v for k, v in spec.env.items() if k.startswith(("VLLM_CPU_O", "VLLM_CPU_N", "LD_", "ONEDNN_", "KMP_", "OMP_"))},
-               "ready_s": round(server.ready_after, 1), "eager": "--enforce-eager" in spec.argv, "answer_ok": verdict.ok, "answer": verdict.answer or verdict.problem,
-               "direct": {}}
+        say(
+            f"{name}: healthy after {server.ready_after:.0f} s, dtype {spec.dtype}, answer "
+            f"{'right' if verdict.ok else 'WRONG'}: {(verdict.answer or verdict.problem)[:70]!r}"
+        )
+        out = {
+            "dtype": spec.dtype,
+            "env": {
+                k: v
+                for k, v in spec.env.items()
+                if k.startswith(("VLLM_CPU_O", "VLLM_CPU_N", "LD_", "ONEDNN_", "KMP_", "OMP_"))
+            },
+            "ready_s": round(server.ready_after, 1),
+            "eager": "--enforce-eager" in spec.argv,
+            "answer_ok": verdict.ok,
+            "answer": verdict.answer or verdict.problem,
+            "direct": {},
+        }
         model = settings.resolved_served_name
         run_direct(server.url, server.api_key, model, PROMPT, concurrency=2, repeat=1, max_tokens=16)  # warm-up
         for c in args.concurrency:
-            records, wall = run_direct(server.url, server.api_key, model, PROMPT, concurrency=c,
-                                       repeat=args.repeat, max_tokens=args.max_tokens)
+            records, wall = run_direct(
+                server.url, server.api_key, model, PROMPT, concurrency=c, repeat=args.repeat, max_tokens=args.max_tokens
+            )
             out["direct"][c] = summarize(records, wall_seconds=wall)
             say(f"{name}: {c:>3} streams {out['direct'][c]['tok_s_total']:.1f} tok/s")
     out["load_before"], out["load_after"] = round(load_before, 1), round(os.getloadavg()[0], 1)
@@ -118,14 +130,21 @@ def table(results: dict) -> str:
         for c in levels:
             tok = v["direct"].get(c, {}).get("tok_s_total")
             base = today.get(c, {}).get("tok_s_total")
-            cells.append("-" if tok is None else f"{tok:.1f}" + (f" ({tok / base:.2f}x)" if base and name != "today" else ""))
+            cells.append(
+                "-" if tok is None else f"{tok:.1f}" + (f" ({tok / base:.2f}x)" if base and name != "today" else "")
+            )
         ttft = v["direct"].get(levels[0], {}).get("ttft_p50_ms")
-        rows.append(f"| {name} | {v['dtype']} | {'yes' if v['answer_ok'] else 'NO'} | " + " | ".join(cells) +
-                    f" | {'-' if ttft is None else f'{ttft:.0f}'} | {v['load_before']} / {v['load_after']} |")
+        rows.append(
+            f"| {name} | {v['dtype']} | {'yes' if v['answer_ok'] else 'NO'} | "
+            + " | ".join(cells)
+            + f" | {'-' if ttft is None else f'{ttft:.0f}'} | {v['load_before']} / {v['load_after']} |"
+        )
     if results.get("baseline"):
         b = results["baseline"]
-        rows.append(f"| transformers baseline | {b['dtype']} | - | {b['tok_s_total']:.1f} | | | "
-                    f"{b['ttft_p50_ms']:.0f} | {b['load_before']} / {b['load_after']} |")
+        rows.append(
+            f"| transformers baseline | {b['dtype']} | - | {b['tok_s_total']:.1f} | | | "
+            f"{b['ttft_p50_ms']:.0f} | {b['load_before']} / {b['load_after']} |"
+        )
     return "\n".join(rows)
 
 
@@ -153,14 +172,23 @@ def run_all(names: list[str], known: dict, settings: Settings, args: argparse.Na
     if not args.skip_baseline:
         dtype = known["defaults"]().dtype or "auto"
         before = os.getloadavg()[0]
-        one = baseline(argparse.Namespace(baseline_levels=[1], concurrency=[1], max_tokens=args.max_tokens), settings, dtype)
-        results["baseline"] = {**one[1], "dtype": dtype, "load_before": round(before, 1),
-                               "load_after": round(os.getloadavg()[0], 1)}
+        one = baseline(
+            argparse.Namespace(baseline_levels=[1], concurrency=[1], max_tokens=args.max_tokens), settings, dtype
+        )
+        results["baseline"] = {
+            **one[1],
+            "dtype": dtype,
+            "load_before": round(before, 1),
+            "load_after": round(os.getloadavg()[0], 1),
+        }
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m backend.bench.cpu_variants", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m backend.bench.cpu_variants",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--variants", default="today,bind,preload,defaults,bf16")
     p.add_argument("--concurrency", type=_levels, default=[1, 4, 16])
     p.add_argument("--max-tokens", type=int, default=128)
@@ -176,9 +204,16 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := [n for n in names if n not in known]:
         p.error(f"unknown variants {unknown}; known: {', '.join(known)}")
     _flags, cpu_model, _cpus = cpu_host.read_host()
-    results = {"meta": {"date": datetime.now(UTC).strftime("%Y%m%d-%H%M%S"), "cpu": cpu_model,
-                        "max_tokens": args.max_tokens, "repeat": args.repeat, "busy_loops": args.busy_loops},
-               "variants": {}}
+    results = {
+        "meta": {
+            "date": datetime.now(UTC).strftime("%Y%m%d-%H%M%S"),
+            "cpu": cpu_model,
+            "max_tokens": args.max_tokens,
+            "repeat": args.repeat,
+            "busy_loops": args.busy_loops,
+        },
+        "variants": {},
+    }
     try:
         with busy_loops(args.busy_loops):
             run_all(names, known, settings, args, results)

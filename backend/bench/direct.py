@@ -16,8 +16,13 @@ async def _one_stream(client, model: str, prompt: str, max_tokens: int) -> Strea
     record = StreamRecord(sent_at=time.monotonic())
     try:
         stream = await client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens,
-            temperature=0, stream=True, stream_options={"include_usage": True})
+            model=model,
+            messages=[{"role": "user", "content": prompt}],
+            max_tokens=max_tokens,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
         async for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
                 record.arrivals.append(time.monotonic())
@@ -28,14 +33,16 @@ async def _one_stream(client, model: str, prompt: str, max_tokens: int) -> Strea
     return record
 
 
-async def _streams(url: str, api_key: str, model: str, prompt: str, *, streams: int, repeat: int,
-                   max_tokens: int) -> list[StreamRecord]:
+async def _streams(
+    url: str, api_key: str, model: str, prompt: str, *, streams: int, repeat: int, max_tokens: int
+) -> list[StreamRecord]:
     import httpx
     from openai import AsyncOpenAI
 
     limits = httpx.Limits(max_connections=streams + 4, max_keepalive_connections=streams + 4)
-    client = AsyncOpenAI(base_url=f"{url}/v1", api_key=api_key, max_retries=0,
-                         http_client=httpx.AsyncClient(limits=limits, timeout=600))
+    client = AsyncOpenAI(
+        base_url=f"{url}/v1", api_key=api_key, max_retries=0, http_client=httpx.AsyncClient(limits=limits, timeout=600)
+    )
 
     async def worker() -> list[StreamRecord]:
         return [await _one_stream(client, model, prompt, max_tokens) for _ in range(repeat)]
@@ -51,15 +58,17 @@ def _process_main(args: tuple) -> list[dict]:
     return [asdict(r) for r in records]
 
 
-def run_direct(url: str, api_key: str, model: str, prompt: str, *, concurrency: int, repeat: int,
-               max_tokens: int) -> tuple[list[StreamRecord], float]:
+def run_direct(
+    url: str, api_key: str, model: str, prompt: str, *, concurrency: int, repeat: int, max_tokens: int
+) -> tuple[list[StreamRecord], float]:
     """Run `concurrency` streams (each `repeat` requests in a row); return records and wall seconds."""
     processes = max(1, -(-concurrency // STREAMS_PER_PROCESS))
     shares = [concurrency // processes + (1 if i < concurrency % processes else 0) for i in range(processes)]
     started = time.monotonic()
     if processes == 1:
-        records = asyncio.run(_streams(url, api_key, model, prompt, streams=concurrency, repeat=repeat,
-                                       max_tokens=max_tokens))
+        records = asyncio.run(
+            _streams(url, api_key, model, prompt, streams=concurrency, repeat=repeat, max_tokens=max_tokens)
+        )
     else:
         with ProcessPoolExecutor(processes) as pool:
             jobs = [(url, api_key, model, prompt, n, repeat, max_tokens) for n in shares]

@@ -28,8 +28,11 @@ WORD = " tok"
 
 
 def _chunk(content: str | None = None, finish: str | None = None, usage: dict | None = None) -> bytes:
-    choices = [] if usage else [{"index": 0, "delta": {"content": content} if content is not None else {},
-                                 "finish_reason": finish}]
+    choices = (
+        []
+        if usage
+        else [{"index": 0, "delta": {"content": content} if content is not None else {}, "finish_reason": finish}]
+    )
     body = {"id": "fast", "object": "chat.completion.chunk", "created": 0, "model": "fast", "choices": choices}
     if usage:
         body["usage"] = usage
@@ -102,17 +105,34 @@ def make_app(*, rate: float, ttft: float, per_chunk: int):
     async def models(_request: Request):
         return JSONResponse({"object": "list", "data": [{"id": "fast", "object": "model"}]})
 
-    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"]),
-                             Route("/health", health), Route("/version", version), Route("/v1/models", models),
-                             Route("/stats", stats)])
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", completions, methods=["POST"]),
+            Route("/health", health),
+            Route("/version", version),
+            Route("/v1/models", models),
+            Route("/stats", stats),
+        ]
+    )
 
 
 @contextmanager
-def fast_server(*, port: int, log_dir: Path, rate: float, ttft: float, per_chunk: int = 1,
-                timeout: float = 30) -> Iterator[str]:
+def fast_server(
+    *, port: int, log_dir: Path, rate: float, ttft: float, per_chunk: int = 1, timeout: float = 30
+) -> Iterator[str]:
     """Start the fast server as a child process group; yield its URL once /health answers; stop it after."""
-    argv = [sys.executable, "-m", "backend.bench.fast_server", str(port), "--rate", str(rate), "--ttft", str(ttft),
-            "--per-chunk", str(per_chunk)]
+    argv = [
+        sys.executable,
+        "-m",
+        "backend.bench.fast_server",
+        str(port),
+        "--rate",
+        str(rate),
+        "--ttft",
+        str(ttft),
+        "--per-chunk",
+        str(per_chunk),
+    ]
     log = log_dir / f"fast-server-{port}.log"
     proc = processes.spawn_group(argv, env=None, log_path=log, cwd=Path(__file__).resolve().parents[2])
     url = f"http://127.0.0.1:{port}"
@@ -135,8 +155,11 @@ def fast_server(*, port: int, log_dir: Path, rate: float, ttft: float, per_chunk
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m backend.bench.fast_server", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m backend.bench.fast_server",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("port", type=int)
     p.add_argument("--rate", type=float, default=600.0, help="tokens/s per stream (default 600)")
     p.add_argument("--ttft", type=float, default=0.015, help="seconds to the first token (default 0.015)")
@@ -144,8 +167,13 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     import uvicorn
 
-    uvicorn.run(make_app(rate=args.rate, ttft=args.ttft, per_chunk=args.per_chunk), host="127.0.0.1",
-                port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(
+        make_app(rate=args.rate, ttft=args.ttft, per_chunk=args.per_chunk),
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+    )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ from backend.bench.stats import StreamRecord
 def _generate(model, tokenizer, prompt: str, max_tokens: int, sent_at: float) -> StreamRecord:
     from transformers import TextIteratorStreamer
 
-    inputs = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                           return_tensors="pt", return_dict=True).to(model.device)
+    inputs = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+    ).to(model.device)
     streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
     record = StreamRecord(sent_at=sent_at)
     out = {}
@@ -54,8 +55,11 @@ def main() -> None:
         started = time.monotonic()
         records = [_generate(model, tokenizer, prompt, max_tokens, started) for _ in range(concurrency)]
         results[concurrency] = {"records": [asdict(r) for r in records], "wall_s": time.monotonic() - started}
-        print(f"baseline: {concurrency} queued requests done in {results[concurrency]['wall_s']:.1f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"baseline: {concurrency} queued requests done in {results[concurrency]['wall_s']:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     print(json.dumps(results))
 
 

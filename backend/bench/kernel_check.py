@@ -32,13 +32,14 @@ from pathlib import Path
 
 import httpx
 
+from backend.answers.grading.question_set import QUESTIONS_FILE
 from backend.bench.cpu_variants import say, variants
 from backend.engine import cpu_host
 from backend.server.processes import free_ports
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT, Settings, load_settings
 
-QUESTIONS = PROJECT_ROOT / "backend" / "qa" / "questions.json"
+QUESTIONS = QUESTIONS_FILE  # the answer key's questions
 CONTINUE_TOKENS = 8
 # One request at a time, as one user asks and as the self-test does; 8 at once (shared batches) found
 # the same on 2026-12-06.
@@ -68,22 +69,29 @@ class Server:
         return reply.json()
 
     def continuation(self, prompt: list[int]) -> list[int]:
-        data = self.post("/v1/completions", {"prompt": prompt, "max_tokens": CONTINUE_TOKENS, "temperature": 0,
-                                             "return_token_ids": True})
+        data = self.post(
+            "/v1/completions",
+            {"prompt": prompt, "max_tokens": CONTINUE_TOKENS, "temperature": 0, "return_token_ids": True},
+        )
         return data["choices"][0]["token_ids"]
 
     def score(self, prompt: list[int], continuation: list[int]) -> float:
         """Mean log-probability per token of `continuation` after `prompt`, teacher-forced."""
-        data = self.post("/v1/completions", {"prompt": prompt + continuation, "max_tokens": 1, "temperature": 0,
-                                             "prompt_logprobs": 0})
-        picked = data["choices"][0]["prompt_logprobs"][len(prompt):]
+        data = self.post(
+            "/v1/completions",
+            {"prompt": prompt + continuation, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 0},
+        )
+        picked = data["choices"][0]["prompt_logprobs"][len(prompt) :]
         return sum(d[str(t)]["logprob"] for d, t in zip(picked, continuation, strict=True)) / len(continuation)
 
     def answers(self, questions: list[str]) -> list[str]:
         def one(q: str) -> str:
-            data = self.post("/v1/chat/completions", {"temperature": 0, "max_tokens": 48,
-                                                      "messages": [{"role": "user", "content": q}]})
+            data = self.post(
+                "/v1/chat/completions",
+                {"temperature": 0, "max_tokens": 48, "messages": [{"role": "user", "content": q}]},
+            )
             return data["choices"][0]["message"]["content"] or ""
+
         return _parallel(one, questions, 16)
 
 
@@ -130,22 +138,37 @@ def compare(names: list[str], results: dict, lengths: list[int]) -> list[dict]:
         off = [n for n, gap in zip(lengths, gaps, strict=True) if gap > OFF_NATS]
         first = sum(a[:1] == b[:1] for a, b in zip(got["continuations"], ref["continuations"], strict=True))
         words = sum(a.split()[:3] == b.split()[:3] for a, b in zip(got["answers"], ref["answers"], strict=True))
-        rows.append({"variant": name, "dtype": got["dtype"], "lengths": len(lengths),
-                     "median_gap": round(sorted(gaps)[len(gaps) // 2], 3), "worst_gap": round(max(gaps), 2),
-                     "off_lengths": off, "first_token_alike": first,
-                     "first_words_alike": words, "questions": len(got["answers"])})
+        rows.append(
+            {
+                "variant": name,
+                "dtype": got["dtype"],
+                "lengths": len(lengths),
+                "median_gap": round(sorted(gaps)[len(gaps) // 2], 3),
+                "worst_gap": round(max(gaps), 2),
+                "off_lengths": off,
+                "first_token_alike": first,
+                "first_words_alike": words,
+                "questions": len(got["answers"]),
+            }
+        )
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    lines = [("| variant | dtype | continuation log-prob below float32's (median / worst, nats/token) | "
-              f"lengths off by > {OFF_NATS} | first token as float32 | answers' first 3 words as float32 |"),
-             "|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| variant | dtype | continuation log-prob below float32's (median / worst, nats/token) | "
+            f"lengths off by > {OFF_NATS} | first token as float32 | answers' first 3 words as float32 |"
+        ),
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         off = (", ".join(map(str, r["off_lengths"][:12])) + (" ..." if len(r["off_lengths"]) > 12 else "")) or "none"
-        lines.append(f"| {r['variant']} | {r['dtype']} | {r['median_gap']} / {r['worst_gap']} | "
-                     f"{len(r['off_lengths'])} of {r['lengths']}: {off} | {r['first_token_alike']} of {r['lengths']} | "
-                     f"{r['first_words_alike']} of {r['questions']} |")
+        lines.append(
+            f"| {r['variant']} | {r['dtype']} | {r['median_gap']} / {r['worst_gap']} | "
+            f"{len(r['off_lengths'])} of {r['lengths']}: {off} | {r['first_token_alike']} of {r['lengths']} | "
+            f"{r['first_words_alike']} of {r['questions']} |"
+        )
     return "\n".join(lines)
 
 
@@ -163,8 +186,11 @@ def run(names: list[str], lengths: list[int], vllm_ports: list[int], ui_port: in
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m backend.bench.kernel_check", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m backend.bench.kernel_check",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--variants", default="today,defaults", help="the first is the reference (float32: today)")
     p.add_argument("--lengths", type=_lengths, default=_lengths("2-160"), help="prompt lengths, as LOW-HIGH")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "results")

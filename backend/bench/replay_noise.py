@@ -32,11 +32,16 @@ from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT, load_settings
 
 PROMPT = "Write a short story about a robot who learns to paint. Make it vivid."
-OTHER_PROMPTS = ["Explain photosynthesis to a child.", "List five uses of a paperclip.",
-                 "What is the capital of France? Answer in one sentence, then say why it is famous.",
-                 "Write a haiku about rain.", "Describe the water cycle in detail, step by step.",
-                 "Give me three tips for learning to cook.", "Why is the sky blue?",
-                 "Tell me a joke about computers, then explain it."]
+OTHER_PROMPTS = [
+    "Explain photosynthesis to a child.",
+    "List five uses of a paperclip.",
+    "What is the capital of France? Answer in one sentence, then say why it is famous.",
+    "Write a haiku about rain.",
+    "Describe the water cycle in detail, step by step.",
+    "Give me three tips for learning to cook.",
+    "Why is the sky blue?",
+    "Tell me a joke about computers, then explain it.",
+]
 
 
 def say(text: str) -> None:
@@ -45,51 +50,72 @@ def say(text: str) -> None:
 
 async def ask(client, model: str, prompt: str, *, max_tokens: int, temperature: float, seed: int | None) -> str:
     response = await client.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens,
-        temperature=temperature, top_p=0.9, seed=seed)
+        model=model,
+        messages=[{"role": "user", "content": prompt}],
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=0.9,
+        seed=seed,
+    )
     return response.choices[0].message.content or ""
 
 
 async def trial(client, model: str, args: argparse.Namespace, *, others: int) -> str:
     """One seeded answer; with `others`, sent while that many other requests are being decoded."""
-    background = [asyncio.create_task(ask(client, model, OTHER_PROMPTS[i % len(OTHER_PROMPTS)],
-                                          max_tokens=args.max_tokens + 16 * (i % 3), temperature=0.8, seed=None))
-                  for i in range(others)]
+    background = [
+        asyncio.create_task(
+            ask(
+                client,
+                model,
+                OTHER_PROMPTS[i % len(OTHER_PROMPTS)],
+                max_tokens=args.max_tokens + 16 * (i % 3),
+                temperature=0.8,
+                seed=None,
+            )
+        )
+        for i in range(others)
+    ]
     if background:
         await asyncio.sleep(args.stagger)  # the others are in the running batch, prefilled or decoding
-    answer = await ask(client, model, PROMPT, max_tokens=args.max_tokens, temperature=args.temperature,
-                       seed=args.seed)
+    answer = await ask(client, model, PROMPT, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
     await asyncio.gather(*background)
     return answer
 
 
 def tally(reference: str, runs: dict[str, list[str]]) -> dict:
-    return {"reference": reference, "runs": runs,
-            "differ": {k: sum(a != reference for a in v) for k, v in runs.items()},
-            "distinct": {k: len(set(v)) for k, v in runs.items()}}
+    return {
+        "reference": reference,
+        "runs": runs,
+        "differ": {k: sum(a != reference for a in v) for k, v in runs.items()},
+        "distinct": {k: len(set(v)) for k, v in runs.items()},
+    }
 
 
 async def measure(url: str, key: str, model: str, args: argparse.Namespace, save) -> dict:
     import httpx
     from openai import AsyncOpenAI
 
-    client = AsyncOpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0,
-                         http_client=httpx.AsyncClient(timeout=600))
+    client = AsyncOpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, http_client=httpx.AsyncClient(timeout=600))
     reference = await trial(client, model, args, others=0)
     runs: dict[str, list[str]] = {"alone": [], f"with {args.others} others": []}
     for i in range(args.trials):
         for label, others in (("alone", 0), (f"with {args.others} others", args.others)):
             runs[label].append(await trial(client, model, args, others=others))  # interleaved: same drift
-        say(f"trial {i + 1}/{args.trials}: "
-            + ", ".join(f"{k} {sum(a != reference for a in v)} differ" for k, v in runs.items()))
+        say(
+            f"trial {i + 1}/{args.trials}: "
+            + ", ".join(f"{k} {sum(a != reference for a in v)} differ" for k, v in runs.items())
+        )
         save(tally(reference, runs))  # a long run cut short still leaves its trials on disk
     await client.close()
     return tally(reference, runs)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m backend.bench.replay_noise", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m backend.bench.replay_noise",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--others", type=int, default=8, help="concurrent other requests in the busy trials")
     p.add_argument("--temperature", type=float, default=0.7)
@@ -119,9 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         args.out.mkdir(parents=True, exist_ok=True)
         path = args.out / f"replay-noise-{datetime.now():%Y%m%d-%H%M%S}.json"
-        facts = {"date": datetime.now(UTC).isoformat(timespec="seconds"), **cpu_facts(), "device": device,
-                 "dtype": dtype,
-                 "settings": {k: v for k, v in vars(args).items() if k not in ("api_key", "out")}}
+        facts = {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            **cpu_facts(),
+            "device": device,
+            "dtype": dtype,
+            "settings": {k: v for k, v in vars(args).items() if k not in ("api_key", "out")},
+        }
 
         def save(result: dict) -> None:
             result.update(facts, wall_s=round(time.monotonic() - started, 1))
@@ -132,8 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'condition':<22}{'trials':>8}{'differ':>8}{'distinct answers':>18}")
     for label, answers in result["runs"].items():
         print(f"{label:<22}{len(answers):>8}{result['differ'][label]:>8}{result['distinct'][label]:>18}")
-    print(f"({result['cpu']}, {device}, dtype {result['dtype']}, temperature {args.temperature}, "
-          f"seed {args.seed}, {args.max_tokens} tokens)")
+    print(
+        f"({result['cpu']}, {device}, dtype {result['dtype']}, temperature {args.temperature}, "
+        f"seed {args.seed}, {args.max_tokens} tokens)"
+    )
     say(f"wrote {path}")
     return 0
 

@@ -20,9 +20,13 @@ def start_run(label: str) -> dict | None:
         return None
     device = resolve_device(settings)
     host = read_host_choice(settings) if device == "cpu" else None
-    return {"date": datetime.now(UTC).strftime("%Y%m%d-%H%M%S"),
-            "machine": f"{platform.node()} {platform.machine()}", "label": label,
-            "device": device, "dtype": effective_dtype(settings, device, host) or "auto"}  # auto: the model's own
+    return {
+        "date": datetime.now(UTC).strftime("%Y%m%d-%H%M%S"),
+        "machine": f"{platform.node()} {platform.machine()}",
+        "label": label,
+        "device": device,
+        "dtype": effective_dtype(settings, device, host) or "auto",
+    }  # auto: the model's own
 
 
 def _fmt(value, digits: int = 0) -> str:
@@ -39,18 +43,25 @@ def table(results: dict) -> str:
         rows = ["| start | seconds to /health |", "|---|---|"]
         rows += [f"| {k.replace('_', ', ')} | {v} |" for k, v in results["startup"].items()]
         return "\n".join(rows)
-    rows = ["| mode | streams | tok/s total | tok/s per stream | TTFT p50 ms | TTFT p95 ms | ITL p50 ms | ITL p95 ms | errors |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| mode | streams | tok/s total | tok/s per stream | TTFT p50 ms | TTFT p95 ms | ITL p50 ms | ITL p95 ms | errors |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for mode in ("direct", "ui", "baseline"):
         for c, s in sorted(results.get(mode, {}).items(), key=lambda kv: _order(kv[0])):
-            rows.append(f"| {mode} | {c} | {_fmt(s['tok_s_total'])} | {_fmt(s['tok_s_per_stream'], 1)} | "
-                        f"{_fmt(s['ttft_p50_ms'])} | {_fmt(s['ttft_p95_ms'])} | {_fmt(s['itl_p50_ms'], 1)} | "
-                        f"{_fmt(s['itl_p95_ms'], 1)} | {s['errors']} |")
+            rows.append(
+                f"| {mode} | {c} | {_fmt(s['tok_s_total'])} | {_fmt(s['tok_s_per_stream'], 1)} | "
+                f"{_fmt(s['ttft_p50_ms'])} | {_fmt(s['ttft_p95_ms'])} | {_fmt(s['itl_p50_ms'], 1)} | "
+                f"{_fmt(s['itl_p95_ms'], 1)} | {s['errors']} |"
+            )
     ratios = ui_overhead(results)
     if ratios:
-        rows += ["", "| streams | UI / direct throughput | first-token delay added by the UI (p50 ms) |", "|---|---|---|"]
-        rows += [f"| {c} | {_percent(r['ratio'])} | {_fmt(r['added_ttft_ms'])} |"
-                 for c, r in ratios.items()]
+        rows += [
+            "",
+            "| streams | UI / direct throughput | first-token delay added by the UI (p50 ms) |",
+            "|---|---|---|",
+        ]
+        rows += [f"| {c} | {_percent(r['ratio'])} | {_fmt(r['added_ttft_ms'])} |" for c, r in ratios.items()]
     baseline = results.get("baseline", {})
     if baseline:
         rows += ["", "| streams | vLLM direct / transformers throughput |", "|---|---|"]

@@ -38,8 +38,12 @@ from backend.qa.export import load_records
 from backend.server.processes import free_port, free_ports, listener_pid
 from backend.settings import PROJECT_ROOT, load_settings
 
-QUESTIONS = ("What is {a} plus {b}?", "Which number is bigger, {a}.11 or {a}.8?",
-             "Name a word that rhymes with cat, then count to {b}.", "Is {a} an even number?")
+QUESTIONS = (
+    "What is {a} plus {b}?",
+    "Which number is bigger, {a}.11 or {a}.8?",
+    "Name a word that rhymes with cat, then count to {b}.",
+    "Is {a} an even number?",
+)
 SAMPLE_EVERY = 3.0  # seconds between memory samples
 
 
@@ -118,8 +122,9 @@ class FirstRound:
             self.memory.mark("after_first_round")
 
 
-async def run_session(url: str, index: int, *, deadline: float, min_turns: int, timeout: float,
-                      first_round: FirstRound) -> SessionLog:
+async def run_session(
+    url: str, index: int, *, deadline: float, min_turns: int, timeout: float, first_round: FirstRound
+) -> SessionLog:
     log = SessionLog(index)
     try:
         async with ChainlitSession(url) as session:
@@ -151,7 +156,7 @@ async def ask(session: ChainlitSession, turn: Turn, timeout: float) -> None:
     elif len(replies) != 1:
         turn.error = f"expected one answer, got {len(replies)}"
     else:
-        (turn.answer_id, turn.shown), = replies.items()
+        ((turn.answer_id, turn.shown),) = replies.items()
 
 
 def cross_talk(logs: list[SessionLog], db: Path | None) -> list[str]:
@@ -171,8 +176,10 @@ def cross_talk(logs: list[SessionLog], db: Path | None) -> list[str]:
         stored = load_records(db, thread_id=log.thread_id)
         asked = [t.question for t in log.turns]
         if [r["question"] for r in stored] != asked:
-            problems.append(f"session {log.index}: the database holds questions "
-                            f"{[r['question'] for r in stored]} for its thread, it asked {asked}")
+            problems.append(
+                f"session {log.index}: the database holds questions "
+                f"{[r['question'] for r in stored]} for its thread, it asked {asked}"
+            )
             continue
         for record, turn in zip(stored, log.turns, strict=True):
             if turn.answer_id and (record["answer_id"], record["shown"]) != (turn.answer_id, turn.shown):
@@ -180,8 +187,9 @@ def cross_talk(logs: list[SessionLog], db: Path | None) -> list[str]:
     return problems
 
 
-async def soak(url: str, *, sessions: int, minutes: float, min_turns: int, timeout: float = 300,
-               db: Path | None = None) -> dict:
+async def soak(
+    url: str, *, sessions: int, minutes: float, min_turns: int, timeout: float = 300, db: Path | None = None
+) -> dict:
     """Run the sessions against the page at url; the result dict says what was checked and found."""
     memory = Memory(listener_pid(urlparse(url).port or 80))
     memory.mark("start")
@@ -189,9 +197,19 @@ async def soak(url: str, *, sessions: int, minutes: float, min_turns: int, timeo
     started = time.monotonic()
     first_round = FirstRound(sessions, memory)
     try:
-        logs = await asyncio.gather(*(run_session(url, i, deadline=started + minutes * 60, min_turns=min_turns,
-                                                  timeout=timeout, first_round=first_round)
-                                      for i in range(sessions)))
+        logs = await asyncio.gather(
+            *(
+                run_session(
+                    url,
+                    i,
+                    deadline=started + minutes * 60,
+                    min_turns=min_turns,
+                    timeout=timeout,
+                    first_round=first_round,
+                )
+                for i in range(sessions)
+            )
+        )
     finally:
         sampler.cancel()
     wall = time.monotonic() - started
@@ -200,10 +218,18 @@ async def soak(url: str, *, sessions: int, minutes: float, min_turns: int, timeo
     errors = [f"session {log.index}: {log.error}" for log in logs if log.error]
     errors += [f"session {log.index} {t.question!r}: {t.error}" for log in logs for t in log.turns if t.error]
     answers = sum(1 for log in logs for t in log.turns if t.answer_id)
-    return {"sessions": sessions, "wall_s": round(wall, 1), "answers": answers,
-            "answers_per_min": round(answers / wall * 60, 1), "turns_per_session": [len(log.turns) for log in logs],
-            "errors": errors, "cross_talk": cross_talk(logs, db), "db_checked": db is not None,
-            "memory": memory.summary(), "logs": [asdict(log) for log in logs]}
+    return {
+        "sessions": sessions,
+        "wall_s": round(wall, 1),
+        "answers": answers,
+        "answers_per_min": round(answers / wall * 60, 1),
+        "turns_per_session": [len(log.turns) for log in logs],
+        "errors": errors,
+        "cross_talk": cross_talk(logs, db),
+        "db_checked": db is not None,
+        "memory": memory.summary(),
+        "logs": [asdict(log) for log in logs],
+    }
 
 
 def passed(result: dict, max_growth_mib: float) -> bool:
@@ -212,14 +238,19 @@ def passed(result: dict, max_growth_mib: float) -> bool:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m backend.bench.soak", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m backend.bench.soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--sessions", type=int, default=32, help="concurrent chat sessions (default 32)")
     p.add_argument("--minutes", type=float, default=5.0, help="how long to keep asking (default 5)")
     p.add_argument("--turns", type=int, default=3, help="at least this many questions per session (default 3)")
     p.add_argument("--max-tokens", type=int, default=64, help="answer budget when it starts its own page")
-    p.add_argument("--max-growth-mib", type=float, default=50.0,
-                   help="most the page's memory may grow after the first round (default 50)")
+    p.add_argument(
+        "--max-growth-mib",
+        type=float,
+        default=50.0,
+        help="most the page's memory may grow after the first round (default 50)",
+    )
     p.add_argument("--url", default="", help="a running chat page to soak instead of starting one")
     p.add_argument("--data-dir", type=Path, default=None, help="that page's RCHAT_DATA_DIR, to check storage")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "results", help="results folder")
@@ -240,8 +271,11 @@ def own_page(args: argparse.Namespace, stack: ExitStack) -> tuple[str, Path]:
     settings = load_settings(vllm_port=vllm_port, ui_port=ui_port, log_dir=work)
     say("starting the managed vLLM server")
     server = stack.enter_context(VLLMServer(settings, log_path=work / "vllm.log"))
-    env = {"RCHAT_BASE_URL": server.url, "RCHAT_API_KEY": server.api_key,
-           "RCHAT_DEFAULT_MAX_TOKENS": str(args.max_tokens)}
+    env = {
+        "RCHAT_BASE_URL": server.url,
+        "RCHAT_API_KEY": server.api_key,
+        "RCHAT_DEFAULT_MAX_TOKENS": str(args.max_tokens),
+    }
     url = stack.enter_context(chainlit_app(ui_port=free_port(), log_dir=work, env=env))
     say(f"page up at {url}; logs and history in {work}")
     return url, work / "data"
@@ -250,15 +284,18 @@ def own_page(args: argparse.Namespace, stack: ExitStack) -> tuple[str, Path]:
 def report(result: dict) -> str:
     mem = result["memory"]
     marks = ", ".join(f"{k} {v:.0f} MiB" for k, v in mem["rss_mib"].items())
-    lines = [f"{result['sessions']} sessions, {result['answers']} answers in {result['wall_s']:.0f} s "
-             f"({result['answers_per_min']:.0f}/min), turns per session {min(result['turns_per_session'])}-"
-             f"{max(result['turns_per_session'])}",
-             f"errors: {len(result['errors'])}", *(f"  {e}" for e in result["errors"][:10]),
-             f"cross-talk: {len(result['cross_talk'])}"
-             + ("" if result["db_checked"] else " (messages only: no --data-dir, database not checked)"),
-             *(f"  {c}" for c in result["cross_talk"][:10]),
-             f"page memory: {marks}; peak {mem['peak_mib']} MiB; "
-             f"growth after the first round {mem['growth_after_first_round_mib']} MiB"]
+    lines = [
+        f"{result['sessions']} sessions, {result['answers']} answers in {result['wall_s']:.0f} s "
+        f"({result['answers_per_min']:.0f}/min), turns per session {min(result['turns_per_session'])}-"
+        f"{max(result['turns_per_session'])}",
+        f"errors: {len(result['errors'])}",
+        *(f"  {e}" for e in result["errors"][:10]),
+        f"cross-talk: {len(result['cross_talk'])}"
+        + ("" if result["db_checked"] else " (messages only: no --data-dir, database not checked)"),
+        *(f"  {c}" for c in result["cross_talk"][:10]),
+        f"page memory: {marks}; peak {mem['peak_mib']} MiB; "
+        f"growth after the first round {mem['growth_after_first_round_mib']} MiB",
+    ]
     return "\n".join(lines)
 
 
@@ -277,8 +314,13 @@ def main(argv: list[str] | None = None) -> int:
         say("interrupted: everything this run started has been stopped")
         return 130
     ok = passed(result, args.max_growth_mib)
-    meta.update(minutes=args.minutes, min_turns=args.turns, max_tokens=None if args.url else args.max_tokens,
-                max_growth_mib=args.max_growth_mib, passed=ok)
+    meta.update(
+        minutes=args.minutes,
+        min_turns=args.turns,
+        max_tokens=None if args.url else args.max_tokens,
+        max_growth_mib=args.max_growth_mib,
+        passed=ok,
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"soak-{meta['date']}.json"
     path.write_text(json.dumps({"meta": meta, **result}, indent=2, ensure_ascii=False))

@@ -54,13 +54,19 @@ def summarize(records: list[StreamRecord], *, wall_seconds: float) -> dict[str, 
     rates = [r.tokens_per_second for r in ok if r.tokens_per_second]
     tokens = sum(r.tokens for r in ok)
     return {
-        "streams": len(records), "errors": len(records) - len(ok), "output_tokens": tokens,
-        "ttft_p50_ms": _ms(percentile(ttfts, 50)), "ttft_p95_ms": _ms(percentile(ttfts, 95)),
-        "itl_p50_ms": _ms(percentile(gaps, 50)), "itl_p95_ms": _ms(percentile(gaps, 95)),
+        "streams": len(records),
+        "errors": len(records) - len(ok),
+        "output_tokens": tokens,
+        "ttft_p50_ms": _ms(percentile(ttfts, 50)),
+        "ttft_p95_ms": _ms(percentile(ttfts, 95)),
+        "itl_p50_ms": _ms(percentile(gaps, 50)),
+        "itl_p95_ms": _ms(percentile(gaps, 95)),
         "tok_s_per_stream": percentile(rates, 50),
         "tok_s_total": tokens / wall_seconds if wall_seconds > 0 else None,
         "wall_s": wall_seconds,
-        "error_samples": sorted({r.error or "no tokens" for r in records if r not in ok})[:3],  # what went wrong, in words
+        "error_samples": sorted({r.error or "no tokens" for r in records if r not in ok})[
+            :3
+        ],  # what went wrong, in words
     }
 
 

@@ -24,8 +24,11 @@ async def _asks(session: ChainlitSession, prompt: str, repeat: int) -> list[Stre
         answer = await session.ask(prompt, timeout=600)
         final = "\n".join(answer.texts.values())
         match = TOKENS_IN_STATS.search(final)
-        record = StreamRecord(sent_at=answer.sent_at, arrivals=list(answer.token_times),
-                              tokens=int(match.group(1)) if match else len(answer.token_times))
+        record = StreamRecord(
+            sent_at=answer.sent_at,
+            arrivals=list(answer.token_times),
+            tokens=int(match.group(1)) if match else len(answer.token_times),
+        )
         if not answer.token_times:
             record.error = final[:200] or "no tokens"
         records.append(record)
@@ -34,8 +37,7 @@ async def _asks(session: ChainlitSession, prompt: str, repeat: int) -> list[Stre
 
 async def _all(url: str, prompt: str, concurrency: int, repeat: int) -> tuple[list[StreamRecord], float]:
     async with AsyncExitStack() as stack:
-        sessions = await asyncio.gather(*(stack.enter_async_context(ChainlitSession(url))
-                                          for _ in range(concurrency)))
+        sessions = await asyncio.gather(*(stack.enter_async_context(ChainlitSession(url)) for _ in range(concurrency)))
         started = time.monotonic()
         results = await asyncio.gather(*(_asks(s, prompt, repeat) for s in sessions))
         wall = time.monotonic() - started

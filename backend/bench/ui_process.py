@@ -15,10 +15,16 @@ from backend.server.chat_page import ChatPage, chainlit_argv  # noqa: F401 - cha
 def chainlit_app(*, ui_port: int, log_dir: Path, env: dict[str, str], timeout: float = 90) -> Iterator[str]:
     """Start app.py with the given RCHAT_* variables; yield its URL once it answers; stop it after."""
     # Its own data folder unless told otherwise: a test or benchmark never writes the user's history.
-    full_env = {**os.environ, "RCHAT_UI_PORT": str(ui_port), "RCHAT_LOG_DIR": str(log_dir),
-                "RCHAT_DATA_DIR": str(log_dir / "data"), **env}
-    page = ChatPage(host="127.0.0.1", port=ui_port, env=full_env, log_path=log_dir / f"ui-{ui_port}.log",
-                    startup_timeout=timeout)
+    full_env = {
+        **os.environ,
+        "RCHAT_UI_PORT": str(ui_port),
+        "RCHAT_LOG_DIR": str(log_dir),
+        "RCHAT_DATA_DIR": str(log_dir / "data"),
+        **env,
+    }
+    page = ChatPage(
+        host="127.0.0.1", port=ui_port, env=full_env, log_path=log_dir / f"ui-{ui_port}.log", startup_timeout=timeout
+    )
     page.start()
     try:
         outcome = wait_ready(page.awaited())

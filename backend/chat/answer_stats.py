@@ -93,7 +93,12 @@ class AnswerStats:
 
     def as_dict(self) -> dict:
         data = asdict(self)
-        data.update(ttft=self.ttft, thinking_seconds=self.thinking_seconds, reasoning_tokens=self.reasoning_tokens,
-                    reasoning_counted_by=self.reasoning_counted_by, answer_tokens=self.answer_tokens,
-                    tokens_per_second=self.tokens_per_second)
+        data.update(
+            ttft=self.ttft,
+            thinking_seconds=self.thinking_seconds,
+            reasoning_tokens=self.reasoning_tokens,
+            reasoning_counted_by=self.reasoning_counted_by,
+            answer_tokens=self.answer_tokens,
+            tokens_per_second=self.tokens_per_second,
+        )
         return data

@@ -32,45 +32,69 @@ class Delta:
     usage: dict[str, int | None] = field(default_factory=dict)  # a count the server left out is None
 
 
-CANNOT_CAP = ("This model server cannot cap thinking: it runs without a reasoning parser (vLLM's "
-              "--reasoning-parser, RCHAT_REASONING_PARSER). Set the thinking budget to “No cap” in the composer, "
-              "or restart the server with a reasoning parser.")
+CANNOT_CAP = (
+    "This model server cannot cap thinking: it runs without a reasoning parser (vLLM's "
+    "--reasoning-parser, RCHAT_REASONING_PARSER). Set the thinking budget to “No cap” in the composer, "
+    "or restart the server with a reasoning parser."
+)
 
 
 def make_client(settings: Settings, *, api_key: str) -> openai.AsyncOpenAI:
     timeout = httpx.Timeout(settings.request_timeout, connect=settings.connect_timeout)
-    return openai.AsyncOpenAI(base_url=f"{settings.server_url}/v1", api_key=api_key or "none",
-                              timeout=timeout, max_retries=0, http_client=http_client(timeout))
+    return openai.AsyncOpenAI(
+        base_url=f"{settings.server_url}/v1",
+        api_key=api_key or "none",
+        timeout=timeout,
+        max_retries=0,
+        http_client=http_client(timeout),
+    )
 
 
 def translate(exc: BaseException, settings: Settings) -> Exception:
     """Map openai/httpx/asyncio failures onto the errors a user can act on."""
     if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError)):
-        return BackendTimeout("The model server took too long to answer and the request was cut off. "
-                              "It may be overloaded: try again in a moment, or ask for a shorter answer.")
+        return BackendTimeout(
+            "The model server took too long to answer and the request was cut off. "
+            "It may be overloaded: try again in a moment, or ask for a shorter answer."
+        )
     if isinstance(exc, openai.APIConnectionError):
-        return BackendUnavailable("The model server cannot be reached right now (it may be starting or "
-                                  "restarting). Your message is kept: send it again in a moment.")
+        return BackendUnavailable(
+            "The model server cannot be reached right now (it may be starting or "
+            "restarting). Your message is kept: send it again in a moment."
+        )
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.NetworkError)):  # mid-stream: httpx's own errors
-        return BackendUnavailable("The connection to the model server broke in the middle of the answer (it "
-                                  "may have crashed or be restarting). Send your message again in a moment.")
+        return BackendUnavailable(
+            "The connection to the model server broke in the middle of the answer (it "
+            "may have crashed or be restarting). Send your message again in a moment."
+        )
     if isinstance(exc, openai.APIError) and "thinking_token_budget" in str(exc.message):
         return BackendRejected(CANNOT_CAP)  # refused up front (HTTP 400) or in the stream's first chunk
     if isinstance(exc, openai.APIStatusError):
-        text = _error_text(exc)
-        if exc.status_code == 400 and ("context length" in text or "maximum" in text and "token" in text):
-            return PromptTooLong(f"This conversation is too long for the model's context "
-                                 f"({settings.context_tokens} tokens). Start a new chat or shorten the message.")
-        if exc.status_code == 429 or exc.status_code >= 500:
-            return BackendBusy(f"The model server is busy or failing (HTTP {exc.status_code}) even after "
-                               f"{settings.max_retries} retries. Try again in a minute.")
-        if exc.status_code in (401, 403):
-            return BackendRejected("The model server refused our API key. Check RCHAT_API_KEY matches the server's key.")
-        return BackendRejected(f"The model server rejected the request (HTTP {exc.status_code}): {text[:300]}")
+        return _status_error(exc, settings)
     if isinstance(exc, openai.APIError):  # an error chunk in the middle of the stream (_api_error)
-        return BackendBusy(f"The model server failed in the middle of the answer ({exc.message[:300]}). "
-                           "Send your message again; if it keeps failing, ask whoever runs the server to check its log.")
+        return BackendBusy(
+            f"The model server failed in the middle of the answer ({exc.message[:300]}). "
+            "Send your message again; if it keeps failing, ask whoever runs the server to check its log."
+        )
     return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+
+
+def _status_error(exc: openai.APIStatusError, settings: Settings) -> Exception:
+    """An HTTP error status from the server, in words."""
+    text = _error_text(exc)
+    if exc.status_code == 400 and ("context length" in text or "maximum" in text and "token" in text):
+        return PromptTooLong(
+            f"This conversation is too long for the model's context "
+            f"({settings.context_tokens} tokens). Start a new chat or shorten the message."
+        )
+    if exc.status_code == 429 or exc.status_code >= 500:
+        return BackendBusy(
+            f"The model server is busy or failing (HTTP {exc.status_code}) even after "
+            f"{settings.max_retries} retries. Try again in a minute."
+        )
+    if exc.status_code in (401, 403):
+        return BackendRejected("The model server refused our API key. Check RCHAT_API_KEY matches the server's key.")
+    return BackendRejected(f"The model server rejected the request (HTTP {exc.status_code}): {text[:300]}")
 
 
 def _error_text(exc: openai.APIStatusError) -> str:
@@ -142,8 +166,9 @@ def _api_error(chunk: dict[str, Any], response: httpx.Response) -> openai.APIErr
     return openai.APIError(message, request=response.request, body=error)
 
 
-async def stream_chat(client: openai.AsyncOpenAI, settings: Settings, request: dict[str, Any], *,
-                      starts_in_reasoning: bool = False) -> AsyncGenerator[Delta, None]:
+async def stream_chat(
+    client: openai.AsyncOpenAI, settings: Settings, request: dict[str, Any], *, starts_in_reasoning: bool = False
+) -> AsyncGenerator[Delta, None]:
     """Yield Deltas for one completion (the text of one read merged); raise only errors from backend.errors."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
     parser = ThinkTagParser(starts_in_reasoning=starts_in_reasoning)
@@ -226,9 +251,15 @@ def _read_deltas(chunks: list[dict[str, Any]], parser: ThinkTagParser) -> list[D
     for chunk in chunks:
         if usage := chunk.get("usage"):
             details = usage.get("completion_tokens_details") or {}  # vLLM fills it with a reasoning parser
-            runs.other(Delta(usage={"prompt_tokens": usage.get("prompt_tokens"),
-                                    "completion_tokens": usage.get("completion_tokens"),
-                                    "reasoning_tokens": details.get("reasoning_tokens")}))
+            runs.other(
+                Delta(
+                    usage={
+                        "prompt_tokens": usage.get("prompt_tokens"),
+                        "completion_tokens": usage.get("completion_tokens"),
+                        "reasoning_tokens": details.get("reasoning_tokens"),
+                    }
+                )
+            )
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             if reasoning := _reasoning_field(delta):
@@ -244,7 +275,7 @@ def _read_deltas(chunks: list[dict[str, Any]], parser: ThinkTagParser) -> list[D
 
 
 def _text_kind(delta: Delta) -> str | None:
-    """"reasoning" or "answer" for a Delta that holds only that text; None for anything else."""
+    """ "reasoning" or "answer" for a Delta that holds only that text; None for anything else."""
     if delta.finish_reason or delta.usage or bool(delta.reasoning) == bool(delta.answer):
         return None
     return "reasoning" if delta.reasoning else "answer"

@@ -69,8 +69,14 @@ class TokenRate:
 class MetricsPoller:
     """Reads /metrics every `every` seconds and publishes a snapshot (None = nothing to show)."""
 
-    def __init__(self, settings: Settings, *, publish: Callable[[EngineSnapshot | None], Awaitable[None]],
-                 every: float = 2.0, window: float = 6.0) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        publish: Callable[[EngineSnapshot | None], Awaitable[None]],
+        every: float = 2.0,
+        window: float = 6.0,
+    ) -> None:
         self.settings = settings
         self.publish = publish
         logging.getLogger("httpx").addFilter(QUIET)  # once per logger: a filter added twice is kept once
@@ -92,8 +98,10 @@ class MetricsPoller:
         if counts is None:
             return None, NO_METRICS_RETRY
         return EngineSnapshot(
-            model=counts.model or self.settings.resolved_served_name, running=int(counts.running),
-            waiting=int(counts.waiting), tokens_per_second=self.rate.add(time.monotonic(), counts.generated),
+            model=counts.model or self.settings.resolved_served_name,
+            running=int(counts.running),
+            waiting=int(counts.waiting),
+            tokens_per_second=self.rate.add(time.monotonic(), counts.generated),
             kv_cache_percent=None if counts.kv_cache is None else round(100 * counts.kv_cache, 1),
         ), self.every
 

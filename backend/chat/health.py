@@ -68,8 +68,10 @@ def describe_down(settings: Settings) -> str:
     status = read_status(settings.status_file)
     if status and status.state in ("starting", "restarting", "failed", "stopped"):
         return status.describe()
-    return (f"The model server at {settings.server_url} is not answering. It may be starting or "
-            "restarting; this chat will go on by itself once it is back.")
+    return (
+        f"The model server at {settings.server_url} is not answering. It may be starting or "
+        "restarting; this chat will go on by itself once it is back."
+    )
 
 
 def server_warning(settings: Settings) -> str:
@@ -83,8 +85,14 @@ def gave_up(settings: Settings) -> bool:
     return bool(status and status.state in ("failed", "stopped"))
 
 
-async def wait_until_healthy(settings: Settings, *, on_wait: Callable[[str], Awaitable[None]],
-                             timeout: float, every: float = 2.0, checker: HealthChecker | None = None) -> bool:
+async def wait_until_healthy(
+    settings: Settings,
+    *,
+    on_wait: Callable[[str], Awaitable[None]],
+    timeout: float,
+    every: float = 2.0,
+    checker: HealthChecker | None = None,
+) -> bool:
     """Poll until ready (is_healthy); call on_wait(description) while not. False if the launcher gave
     up, or after `timeout` unless a live launcher still says it is starting (its own start-up timeout
     then ends the wait: a question asked early in a long first start waits for it)."""

@@ -53,14 +53,14 @@ class ThinkTagParser:
                 pos = -1  # text before "<think>": that is the answer, and the tag is literal text
             if pos >= 0:
                 self._emit(out, self._buffer[:pos])
-                self._buffer = self._buffer[pos + len(tag):]
+                self._buffer = self._buffer[pos + len(tag) :]
                 self._switch()
                 continue
             hold = _partial_tag_suffix(self._buffer, tag)
             if tag == OPEN and self._buffer[: len(self._buffer) - hold].strip():
                 hold = 0  # answer text came first, so no opening tag can follow
             self._emit(out, self._buffer[: len(self._buffer) - hold])
-            self._buffer = self._buffer[len(self._buffer) - hold:]
+            self._buffer = self._buffer[len(self._buffer) - hold :]
             break
         return out
 

@@ -33,12 +33,16 @@ def model_generation_defaults(model_path: str) -> dict[str, Any]:
 
 def default_sampling(settings: Settings) -> Sampling:
     model = model_generation_defaults(settings.resolved_model)
-    return Sampling(system_prompt=settings.default_system_prompt,
-                    temperature=float(model.get("temperature", settings.default_temperature)),
-                    top_p=float(model.get("top_p", settings.default_top_p)),
-                    max_tokens=settings.default_max_tokens, thinking=settings.default_thinking, seed=None,
-                    thinking_budget=settings.default_thinking_budget,
-                    reasoning_effort=settings.default_reasoning_effort or None)
+    return Sampling(
+        system_prompt=settings.default_system_prompt,
+        temperature=float(model.get("temperature", settings.default_temperature)),
+        top_p=float(model.get("top_p", settings.default_top_p)),
+        max_tokens=settings.default_max_tokens,
+        thinking=settings.default_thinking,
+        seed=None,
+        thinking_budget=settings.default_thinking_budget,
+        reasoning_effort=settings.default_reasoning_effort or None,
+    )
 
 
 def max_tokens_limit(settings: Settings) -> int:
@@ -53,7 +57,9 @@ def apply_update(current: Sampling, raw: dict[str, Any], settings: Settings) -> 
         if key in raw:
             value = _number(raw[key])
             if value is None or not low <= value <= high:
-                problems.append(f"{key.replace('_', '-')} must be between {low:g} and {high:g}; kept {getattr(current, key):g}")
+                problems.append(
+                    f"{key.replace('_', '-')} must be between {low:g} and {high:g}; kept {getattr(current, key):g}"
+                )
             else:
                 updates[key] = value
     if "max_tokens" in raw:
@@ -69,7 +75,9 @@ def apply_update(current: Sampling, raw: dict[str, Any], settings: Settings) -> 
         elif seed_text.lstrip("-").isdigit() and 0 <= int(seed_text) < SEED_LIMIT:
             updates["seed"] = int(seed_text)
         else:
-            problems.append(f"seed must be empty (random) or a whole number from 0 to {SEED_LIMIT - 1}; kept {current.seed}")
+            problems.append(
+                f"seed must be empty (random) or a whole number from 0 to {SEED_LIMIT - 1}; kept {current.seed}"
+            )
     if "system_prompt" in raw:
         updates["system_prompt"] = str(raw["system_prompt"] or "")[: settings.max_message_chars]
     if "thinking" in raw:
@@ -92,8 +100,13 @@ def request_params(sampling: Sampling, *, draw_seed: bool = True) -> dict[str, A
     answer can be sampled again exactly (see seed_source for what the stamp records)."""
     seed = sampling.seed if sampling.seed is not None or not draw_seed else secrets.randbelow(SEED_LIMIT)
     extra_body: dict[str, Any] = {"chat_template_kwargs": {"enable_thinking": sampling.thinking}}
-    params: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p,
-                              "max_tokens": sampling.max_tokens, "seed": seed, "extra_body": extra_body}
+    params: dict[str, Any] = {
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "max_tokens": sampling.max_tokens,
+        "seed": seed,
+        "extra_body": extra_body,
+    }
     if sampling.thinking and sampling.thinking_budget is not None:
         extra_body["thinking_token_budget"] = sampling.thinking_budget
     if sampling.thinking and sampling.reasoning_effort:

@@ -57,8 +57,9 @@ def python_include(vllm_python: str) -> str | None:
     """The include folder of the interpreter vLLM runs on (-I -S: no site, so it answers at once)."""
     code = "import sysconfig; print(sysconfig.get_paths()['include'])"
     try:
-        out = subprocess.run([vllm_python, "-I", "-S", "-c", code], capture_output=True, text=True,
-                             timeout=30, check=True)
+        out = subprocess.run(
+            [vllm_python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=30, check=True
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
@@ -70,11 +71,17 @@ def choose(setting: bool | None, problem: str | None) -> tuple[bool, str]:
         return True, "eager, set by RCHAT_ENFORCE_EAGER (starts sooner, streams about a fifth slower)"
     if setting is False:
         if problem:
-            return False, (f"torch.compile, set by RCHAT_ENFORCE_EAGER=false; warning: {problem}, so vLLM "
-                           "may fail while compiling (unset RCHAT_ENFORCE_EAGER to start eager)")
+            return False, (
+                f"torch.compile, set by RCHAT_ENFORCE_EAGER=false; warning: {problem}, so vLLM "
+                "may fail while compiling (unset RCHAT_ENFORCE_EAGER to start eager)"
+            )
         return False, "torch.compile, set by RCHAT_ENFORCE_EAGER=false"
     if problem:
-        return True, (f"eager: {problem}, which torch.compile needs (install g++ and the Python "
-                      "headers for about 1.25x the speed)")
-    return False, ("torch.compile: about 1.25x eager's speed; the first start on this machine compiles "
-                   "for about a minute, later starts use the cache (RCHAT_ENFORCE_EAGER=true starts sooner)")
+        return True, (
+            f"eager: {problem}, which torch.compile needs (install g++ and the Python "
+            "headers for about 1.25x the speed)"
+        )
+    return False, (
+        "torch.compile: about 1.25x eager's speed; the first start on this machine compiles "
+        "for about a minute, later starts use the cache (RCHAT_ENFORCE_EAGER=true starts sooner)"
+    )

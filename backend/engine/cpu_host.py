@@ -88,8 +88,11 @@ def thread_env(cpus: list[int]) -> dict[str, str]:
     KMP_BLOCKTIME=0: Intel OpenMP's threads sleep at once instead of spinning on cores others need."""
     if len(cpus) < 2:
         return {}
-    return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in sorted(cpus)),
-            "VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "KMP_BLOCKTIME": "0"}
+    return {
+        "VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in sorted(cpus)),
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+        "KMP_BLOCKTIME": "0",
+    }
 
 
 def preload_env(preloads: list[Path]) -> dict[str, str]:
@@ -97,8 +100,9 @@ def preload_env(preloads: list[Path]) -> dict[str, str]:
     return {"LD_PRELOAD": ":".join(str(p) for p in preloads)} if preloads else {}
 
 
-def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = True,
-           all_cores: list[int] | None = None) -> HostChoice:
+def choose(
+    flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = True, all_cores: list[int] | None = None
+) -> HostChoice:
     """Everything vLLM gets on a CPU host by default, decided from its flags and the libraries found.
 
     Threads stay vLLM's own (compute on all but one core, the last one for its API server) unless
@@ -107,14 +111,18 @@ def choose(flags: frozenset[str], *, preloads: list[Path], onednn_amx: bool = Tr
     dtype, why = choose_dtype(flags)
     env = preload_env(preloads)
     if has_amx(flags) and not onednn_amx:
-        why = ("the CPU has AMX and AVX-512 bf16, so bfloat16; oneDNN kept off AMX (ONEDNN_MAX_CPU_ISA) "
-               "as RCHAT_ONEDNN_AMX=false or the self-test asks")
+        why = (
+            "the CPU has AMX and AVX-512 bf16, so bfloat16; oneDNN kept off AMX (ONEDNN_MAX_CPU_ISA) "
+            "as RCHAT_ONEDNN_AMX=false or the self-test asks"
+        )
         env = {**env, **AMX_ENV}
     threads = HostChoice.threads
     if bound := thread_env(all_cores or []):
         env = {**env, **bound}
-        threads = (f"every core ({bound['VLLM_CPU_OMP_THREADS_BIND']}) bound, Intel OpenMP, as RCHAT_CPU_ALL_CORES "
-                   "asks (slower if a browser or other busy program shares these cores)")
+        threads = (
+            f"every core ({bound['VLLM_CPU_OMP_THREADS_BIND']}) bound, Intel OpenMP, as RCHAT_CPU_ALL_CORES "
+            "asks (slower if a browser or other busy program shares these cores)"
+        )
     return HostChoice(dtype=dtype, reason=why, env=env, threads=threads)
 
 

@@ -22,7 +22,16 @@ from backend.server_status import read_status
 from backend.settings import Settings
 
 # The facts a launch gives that an external server does not report.
-LAUNCH_ONLY = ("device", "dtype", "quantization", "enforce_eager", "enable_prefix_caching", "enable_chunked_prefill", "flags", "model_hash")
+LAUNCH_ONLY = (
+    "device",
+    "dtype",
+    "quantization",
+    "enforce_eager",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "flags",
+    "model_hash",
+)
 REFRESH_AFTER = 30.0  # seconds a server's own report (/version, /v1/models) is trusted before asking again
 
 

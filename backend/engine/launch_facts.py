@@ -77,8 +77,10 @@ def cpu_facts(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
     model = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
     flags = re.search(r"^flags\s*:\s*(.+)$", text, re.MULTILINE)
     present = set(flags.group(1).split()) if flags else set()
-    return {"cpu": model.group(1).strip() if model else "unknown",
-            "cpu_flags": [f for f in CPU_FLAGS_OF_NOTE if f in present]}
+    return {
+        "cpu": model.group(1).strip() if model else "unknown",
+        "cpu_flags": [f for f in CPU_FLAGS_OF_NOTE if f in present],
+    }
 
 
 def model_config_dtype(model_path: str) -> str | None:

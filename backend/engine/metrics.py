@@ -52,15 +52,22 @@ def parse_metrics(text: str) -> EngineCounts | None:
     if not any(values.values()):
         return None
     kv = values[KV_CACHE]
-    return EngineCounts(model=model, running=sum(values[RUNNING]), waiting=sum(values[WAITING]),
-                        generated=sum(values[GENERATED]), kv_cache=sum(kv) / len(kv) if kv else None)
+    return EngineCounts(
+        model=model,
+        running=sum(values[RUNNING]),
+        waiting=sum(values[WAITING]),
+        generated=sum(values[GENERATED]),
+        kv_cache=sum(kv) / len(kv) if kv else None,
+    )
 
 
 async def read_metrics(settings: Settings, *, timeout: float = 3.0) -> EngineCounts | None:
     """One reading of the server's /metrics; None when it cannot be read or holds none of our series."""
     key = settings.api_key.get_secret_value()
     try:
-        async with httpx.AsyncClient(timeout=timeout, headers={"Authorization": f"Bearer {key}"} if key else {}) as http:
+        async with httpx.AsyncClient(
+            timeout=timeout, headers={"Authorization": f"Bearer {key}"} if key else {}
+        ) as http:
             response = await http.get(f"{settings.server_url}/metrics")
     except httpx.HTTPError:
         return None

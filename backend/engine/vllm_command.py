@@ -84,8 +84,10 @@ def dtype_reason(settings: Settings, device: str, host: HostChoice | None) -> st
     """Why that dtype, for the start-up output; says so when RCHAT_DTYPE overrides the host's choice."""
     if settings.dtype != "auto":
         if host and device == "cpu" and host.dtype != settings.dtype:
-            return (f"set by RCHAT_DTYPE; warning: this CPU's default is {host.dtype} because {host.reason} "
-                    "(the start-up self-test checks the answers)")
+            return (
+                f"set by RCHAT_DTYPE; warning: this CPU's default is {host.dtype} because {host.reason} "
+                "(the start-up self-test checks the answers)"
+            )
         return "set by RCHAT_DTYPE"
     if device != "cpu":
         return "the model's own dtype (GPU)"
@@ -116,9 +118,11 @@ def parallel_flags(settings: Settings, device: str) -> list[str]:
     and on a GPU --api-server-count over 1: the API servers (HTTP, tokenizing, detokenizing) in front of
     the engine. Its default, 1, is vLLM's own with one model copy; more is not measured yet."""
     flags = []
-    for flag, size in (("--tensor-parallel-size", settings.tensor_parallel_size),
-                       ("--pipeline-parallel-size", settings.pipeline_parallel_size),
-                       ("--data-parallel-size", settings.data_parallel_size)):
+    for flag, size in (
+        ("--tensor-parallel-size", settings.tensor_parallel_size),
+        ("--pipeline-parallel-size", settings.pipeline_parallel_size),
+        ("--data-parallel-size", settings.data_parallel_size),
+    ):
         if size > 1:
             flags += [flag, str(size)]
     if device == "cuda" and settings.api_server_count > 1:
@@ -126,8 +130,9 @@ def parallel_flags(settings: Settings, device: str) -> list[str]:
     return flags
 
 
-def build_argv(settings: Settings, *, device: str, host: HostChoice | None = None,
-               eager: bool | None = None) -> list[str]:
+def build_argv(
+    settings: Settings, *, device: str, host: HostChoice | None = None, eager: bool | None = None
+) -> list[str]:
     """The full vLLM argv. The API key is not in it: it goes through VLLM_API_KEY, out of `ps`.
 
     `eager` is build_launch's choice (compile_choice); left out, RCHAT_ENFORCE_EAGER or, unset,
@@ -135,10 +140,9 @@ def build_argv(settings: Settings, *, device: str, host: HostChoice | None = Non
     s = settings
     if eager is None:
         eager = s.enforce_eager if s.enforce_eager is not None else device == "cpu"
-    argv = [vllm_python(s), "-m", *entry_point(s, device),
-            "--model", s.resolved_model, "--served-model-name", s.resolved_served_name,
-            "--host", s.vllm_host, "--port", str(s.vllm_port),
-            "--generation-config", "auto"]
+    argv = [vllm_python(s), "-m", *entry_point(s, device), "--model", s.resolved_model]
+    argv += ["--served-model-name", s.resolved_served_name, "--host", s.vllm_host, "--port", str(s.vllm_port)]
+    argv += ["--generation-config", "auto"]
     argv += _flag("--max-model-len", s.max_model_len)
     argv += _flag("--max-num-seqs", s.max_num_seqs)
     batched = s.max_num_batched_tokens
@@ -174,8 +178,9 @@ def server_environ(base: Mapping[str, str], launch_env: dict[str, str]) -> dict[
     return {**{k: v for k, v in base.items() if k not in NOT_FOR_VLLM}, **launch_env}
 
 
-def build_env(settings: Settings, *, api_key: str, host: HostChoice | None = None,
-              cpu_compiled: bool = False) -> dict[str, str]:
+def build_env(
+    settings: Settings, *, api_key: str, host: HostChoice | None = None, cpu_compiled: bool = False
+) -> dict[str, str]:
     """Variables added to the server's environment (the host's thread binding and preloads on a CPU)."""
     return {
         **(host.env if host else {}),
@@ -211,11 +216,15 @@ def build_launch(settings: Settings, *, api_key: str) -> LaunchSpec:
     device = resolve_device(settings)
     host = read_host_choice(settings) if device == "cpu" else None
     eager, compile_why = compile_choice(settings, device)
-    return LaunchSpec(argv=build_argv(settings, device=device, host=host, eager=eager),
-                      env=build_env(settings, api_key=api_key, host=host, cpu_compiled=device == "cpu" and not eager),
-                      device=device, dtype=effective_dtype(settings, device, host),
-                      why=dtype_reason(settings, device, host), threads=host.threads if host else "",
-                      compile=compile_why)
+    return LaunchSpec(
+        argv=build_argv(settings, device=device, host=host, eager=eager),
+        env=build_env(settings, api_key=api_key, host=host, cpu_compiled=device == "cpu" and not eager),
+        device=device,
+        dtype=effective_dtype(settings, device, host),
+        why=dtype_reason(settings, device, host),
+        threads=host.threads if host else "",
+        compile=compile_why,
+    )
 
 
 def model_problem(settings: Settings) -> str | None:

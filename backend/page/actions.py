@@ -15,11 +15,23 @@ from backend.settings import Settings
 
 
 def answer_actions(sample: int) -> list[cl.Action]:
-    return [cl.Action(name="regenerate", payload={"sample": sample}, label="Regenerate", icon="refresh-cw",
-                      tooltip="Sample this answer again; this one stays"),
-            cl.Action(name="export", payload={}, label="Export chat", icon="download",
-                      tooltip="Download this chat as JSONL and Markdown, with a reproducibility stamp per answer"),
-            replay_action()]
+    return [
+        cl.Action(
+            name="regenerate",
+            payload={"sample": sample},
+            label="Regenerate",
+            icon="refresh-cw",
+            tooltip="Sample this answer again; this one stays",
+        ),
+        cl.Action(
+            name="export",
+            payload={},
+            label="Export chat",
+            icon="download",
+            tooltip="Download this chat as JSONL and Markdown, with a reproducibility stamp per answer",
+        ),
+        replay_action(),
+    ]
 
 
 async def send_export(settings: Settings, *, thread_id: str, history_off_reason: str) -> None:
@@ -35,7 +47,19 @@ async def send_export(settings: Settings, *, thread_id: str, history_off_reason:
     if not records:
         await notice("Nothing of this chat is stored yet: ask a question first, then export.")
         return
-    files = [cl.File(name=f"chat-{thread_id[:8]}.{fmt}", content=render(records, fmt).encode(), display="inline",
-                     mime="application/jsonl" if fmt == "jsonl" else "text/markdown") for fmt in ("jsonl", "md")]
-    await cl.Message(content=as_notice(f"Export of this chat: {len(records)} answer(s), each with its "
-                                       "reproducibility stamp. Download below."), author=NOTICE, elements=files).send()
+    files = [
+        cl.File(
+            name=f"chat-{thread_id[:8]}.{fmt}",
+            content=render(records, fmt).encode(),
+            display="inline",
+            mime="application/jsonl" if fmt == "jsonl" else "text/markdown",
+        )
+        for fmt in ("jsonl", "md")
+    ]
+    await cl.Message(
+        content=as_notice(
+            f"Export of this chat: {len(records)} answer(s), each with its reproducibility stamp. Download below."
+        ),
+        author=NOTICE,
+        elements=files,
+    ).send()

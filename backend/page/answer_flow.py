@@ -33,24 +33,34 @@ class PageAnswer:
     message: cl.Message | None = None
 
 
-async def answer(*, client: openai.AsyncOpenAI, settings: Settings, conversation: Conversation,
-                 sampling: Sampling, stop_requested: Callable[[], bool] = lambda: False, sample: int = 1,
-                 actions: Callable[[], list] = list, session_id: str | None = None,
-                 shown: LiveAnswer | None = None, services: PageServices | None = None) -> PageAnswer:
+async def answer(
+    *,
+    client: openai.AsyncOpenAI,
+    settings: Settings,
+    conversation: Conversation,
+    sampling: Sampling,
+    stop_requested: Callable[[], bool] = lambda: False,
+    sample: int = 1,
+    actions: Callable[[], list] = list,
+    session_id: str | None = None,
+    shown: LiveAnswer | None = None,
+    services: PageServices | None = None,
+) -> PageAnswer:
     """Stream one answer to the last question; store it with its stamp; return what happened."""
     if not await wait_for_backend(settings, health=services.health if services else None):
         return PageAnswer()
-    messages, dropped = conversation.messages(system_prompt=sampling.system_prompt,
-                                              context_tokens=settings.context_tokens,
-                                              answer_tokens=sampling.max_tokens)
+    messages, dropped = conversation.messages(
+        system_prompt=sampling.system_prompt, context_tokens=settings.context_tokens, answer_tokens=sampling.max_tokens
+    )
     if dropped:
-        await notice(f"The conversation is longer than the model's context, so the {dropped} oldest "
-                     "message(s) were left out of what the model sees.")
+        await notice(
+            f"The conversation is longer than the model's context, so the {dropped} oldest "
+            "message(s) were left out of what the model sees."
+        )
     question = conversation.turns[-1] if conversation.turns else None
-    request = new_request(settings, sampling, messages, engine=await engine_facts(settings, services.facts if services else None),
-                          question=question.content if question else "",
-                          question_id=question.message_id if question else "", sample=sample,
-                          session_id=session_id)
+    asked = {"question": question.content, "question_id": question.message_id} if question else {}
+    engine = await engine_facts(settings, services.facts if services else None)
+    request = new_request(settings, sampling, messages, engine=engine, sample=sample, session_id=session_id, **asked)
     streams = services.streams if services else StreamCounter()
     view = AnswerView(settings, shown=shown, streams=streams)
     with streams.streaming():

@@ -56,8 +56,9 @@ class AnswerView:
         if self.thinking is None:
             # Same parent as the answer (Chainlit's on_message run step), so it renders above it.
             run = cl.context.current_step
-            self.step = cl.Step(name="Thinking…", type="llm", parent_id=run.id if run else None,
-                                show_input=False, default_open=True)
+            self.step = cl.Step(
+                name="Thinking…", type="llm", parent_id=run.id if run else None, show_input=False, default_open=True
+            )
             await self.step.send()
             self.thinking_step_id = self.step.id
             self.thinking = TokenBatcher(self.step, self.settings.ui_flush_interval, self.streams)
@@ -105,9 +106,16 @@ class AnswerView:
         if self.reply is not None:
             live, request = self.live, self.live.request
             self.reply.metadata = answer_record(
-                question_id=request.question_id, question=request.question, sample=request.sample,
-                outcome="in progress", reasoning=live.reasoning, answer=live.answer, verdict=None,
-                stamp=live.stamp(), thinking_step_id=self.thinking_step_id)
+                question_id=request.question_id,
+                question=request.question,
+                sample=request.sample,
+                outcome="in progress",
+                reasoning=live.reasoning,
+                answer=live.answer,
+                verdict=None,
+                stamp=live.stamp(),
+                thinking_step_id=self.thinking_step_id,
+            )
             await store.update_step(self.reply.to_dict())
 
     async def _close_step(self, label: str) -> None:

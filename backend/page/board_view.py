@@ -22,8 +22,12 @@ ROUNDS = 300  # bootstrap rounds: enough for the page's intervals, quick on a bu
 
 
 def board_command() -> dict:
-    return {"id": COMMAND, "icon": "trophy", "button": True,
-            "description": "Ratings from every vote in Compare mode, with 95 % intervals"}
+    return {
+        "id": COMMAND,
+        "icon": "trophy",
+        "button": True,
+        "description": "Ratings from every vote in Compare mode, with 95 % intervals",
+    }
 
 
 async def send_board(settings: Settings, *, history_off_reason: str) -> None:
@@ -46,8 +50,13 @@ def board_markdown(board: Board) -> str:
     rows = ["| rank | contender | rating | 95 % interval | battles | win rate |", "|---|---|---|---|---|---|"]
     for rank, s in enumerate(board.standings, start=1):
         r = s.rating
-        rows.append(f"| {rank} | {s.player} | {r.rating:.0f} | {r.low:.0f} – {r.high:.0f} | {s.battles} | "
-                    f"{100 * s.win_rate:.0f} % |")
+        rows.append(
+            f"| {rank} | {s.player} | {r.rating:.0f} | {r.low:.0f} – {r.high:.0f} | {s.battles} | "
+            f"{100 * s.win_rate:.0f} % |"
+        )
     matrices = board_text(board, heading="").split("\n\n", 2)[-1]  # the win-rate and count matrices
-    return (f"**Leaderboard** · {board.battles} voted comparison(s) · ties count half\n\n" + "\n".join(rows)
-            + f"\n\n```\n{matrices.strip()}\n```")
+    return (
+        f"**Leaderboard** · {board.battles} voted comparison(s) · ties count half\n\n"
+        + "\n".join(rows)
+        + f"\n\n```\n{matrices.strip()}\n```"
+    )

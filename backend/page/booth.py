@@ -19,8 +19,12 @@ ATTRACT_LINGER_SECONDS = 12  # how long a finished attract answer stays up befor
 
 def script_attributes(settings: Settings) -> str:
     """The <script> tag's attributes: `defer` (Chainlit's default) plus what rchat.js reads."""
-    options = {"kiosk": settings.kiosk, "idle-seconds": settings.kiosk_idle_seconds,
-               "attract": settings.kiosk and settings.kiosk_attract, "linger-seconds": ATTRACT_LINGER_SECONDS}
+    options = {
+        "kiosk": settings.kiosk,
+        "idle-seconds": settings.kiosk_idle_seconds,
+        "attract": settings.kiosk and settings.kiosk_attract,
+        "linger-seconds": ATTRACT_LINGER_SECONDS,
+    }
     text = " ".join(f'data-{name}="{escape(str(value).lower(), quote=True)}"' for name, value in options.items())
     return f"defer {text}"
 

@@ -21,8 +21,17 @@ from backend.qa.compare.contenders import built_in_pair, load_pair
 from backend.settings import Settings
 
 
-async def compare(question: str, pair_name: str, *, settings: Settings, sampling: Sampling, services: PageServices,
-                  views: dict[str, CompareView], stop_requested: Callable[[], bool], session_id: str) -> None:
+async def compare(
+    question: str,
+    pair_name: str,
+    *,
+    settings: Settings,
+    sampling: Sampling,
+    services: PageServices,
+    views: dict[str, CompareView],
+    stop_requested: Callable[[], bool],
+    session_id: str,
+) -> None:
     """Ask both contenders, stream them side by side, then open the vote."""
     try:
         pair = load_pair(settings.contenders_file) if pair_name == "compare" else built_in_pair(pair_name)
@@ -35,8 +44,16 @@ async def compare(question: str, pair_name: str, *, settings: Settings, sampling
     view = CompareView(cl.Message(content=INTRO), comparison.id)
     await view.open()
     with services.streams.streaming():
-        await run(comparison, settings=settings, sampling=sampling, client_for=services.clients,
-                  observers=view.observers(), stop=stop_requested, session_id=session_id, facts=services.facts)
+        await run(
+            comparison,
+            settings=settings,
+            sampling=sampling,
+            client_for=services.clients,
+            observers=view.observers(),
+            stop=stop_requested,
+            session_id=session_id,
+            facts=services.facts,
+        )
     await view.ended(comparison)
     views[view.id] = view
 
@@ -47,8 +64,13 @@ async def cast_vote(payload: dict[str, Any], *, views: dict[str, CompareView], u
         await notice("This comparison can no longer be voted on (it was voted already, or the page restarted).")
         return
     try:
-        cast(view.record or {}, str(payload.get("vote")), reasons=list(payload.get("reasons") or []),
-             comment=str(payload.get("comment") or ""), user=user)
+        cast(
+            view.record or {},
+            str(payload.get("vote")),
+            reasons=list(payload.get("reasons") or []),
+            comment=str(payload.get("comment") or ""),
+            user=user,
+        )
     except ValueError as err:
         await notice(f"The vote was not taken: {err}.")
         return

@@ -48,8 +48,9 @@ class CompareView:
             self._sides_from_record()
         # A url, so that Chainlit writes no session file for it: its .files folder is shared by every
         # page process and removed by whichever stops first. The page loads the JSX by name anyway.
-        self.element = cl.CustomElement(name="Battle", props=self.props(), display="inline",
-                                        url="/public/elements/Battle.jsx")
+        self.element = cl.CustomElement(
+            name="Battle", props=self.props(), display="inline", url="/public/elements/Battle.jsx"
+        )
         message.elements = [self.element]  # type: ignore[list-item]  # chainlit types it with an unbound TypeVar
 
     @classmethod
@@ -69,21 +70,35 @@ class CompareView:
         return {label: SideObserver(self, label) for label in LABELS}
 
     def props(self) -> dict[str, Any]:
-        props: dict[str, Any] = {"battle_id": self.id, "phase": self.phase, "sides": self.sides,
-                                 "reason_chips": list(REASONS), "latest": True}
+        props: dict[str, Any] = {
+            "battle_id": self.id,
+            "phase": self.phase,
+            "sides": self.sides,
+            "reason_chips": list(REASONS),
+            "latest": True,
+        }
         if self.phase == "revealed" and self.record is not None:
             answers = self.record.get("answers") or {}
-            props["reveal"] = {label: {"name": (self.record.get("contenders") or {}).get(label, ""),
-                                       "stats": answers.get(label, {}).get("stats_line", "did not start"),
-                                       "grade": answers.get(label, {}).get("grade_line", ""),
-                                       "answer_id": f"{self.message.id}:{label}"} for label in LABELS}
+            props["reveal"] = {
+                label: {
+                    "name": (self.record.get("contenders") or {}).get(label, ""),
+                    "stats": answers.get(label, {}).get("stats_line", "did not start"),
+                    "grade": answers.get(label, {}).get("grade_line", ""),
+                    "answer_id": f"{self.message.id}:{label}",
+                }
+                for label in LABELS
+            }
             props.update(vote_words=VOTES.get(self.record["vote"], ""), reasons=self.record.get("reasons") or [])
         return props
 
     def _sides_from_record(self) -> None:
         for label, answer in (self.record or {}).get("answers", {}).items():
-            self.sides[label] = {"reasoning": answer.get("reasoning", ""), "answer": answer.get("answer", ""),
-                                 "done": True, "note": answer.get("note", "")}
+            self.sides[label] = {
+                "reasoning": answer.get("reasoning", ""),
+                "answer": answer.get("answer", ""),
+                "done": True,
+                "note": answer.get("note", ""),
+            }
         for side in self.sides.values():
             side["done"] = True
 

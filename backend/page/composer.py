@@ -26,37 +26,95 @@ NO_CAP, MODEL_DEFAULT = "none", "default"
 
 def answer_mode(settings: Settings) -> cl.Mode:
     """One answer, or a blind comparison of a pair: the contenders file's, or a built-in one."""
-    options = [cl.ModeOption(id=ONE, name="One answer", description="The model answers, as usual",
-                             icon="message-square", default=True)]
+    options = [
+        cl.ModeOption(
+            id=ONE, name="One answer", description="The model answers, as usual", icon="message-square", default=True
+        )
+    ]
     if settings.contenders_file is not None and settings.contenders_file.exists():
-        options.append(cl.ModeOption(id=COMPARE, name="Compare: your contenders", icon="columns-2",
-                                     description=f"The pair in {settings.contenders_file.name}, blind until you vote"))
+        options.append(
+            cl.ModeOption(
+                id=COMPARE,
+                name="Compare: your contenders",
+                icon="columns-2",
+                description=f"The pair in {settings.contenders_file.name}, blind until you vote",
+            )
+        )
     options += [
-        cl.ModeOption(id="samples", name="Compare: two samples", icon="columns-2",
-                      description="Two samples of this chat's settings, blind until you vote"),
-        cl.ModeOption(id="greedy", name="Compare: greedy vs sampled", icon="columns-2",
-                      description="Temperature 0 against 0.9, blind until you vote")]
+        cl.ModeOption(
+            id="samples",
+            name="Compare: two samples",
+            icon="columns-2",
+            description="Two samples of this chat's settings, blind until you vote",
+        ),
+        cl.ModeOption(
+            id="greedy",
+            name="Compare: greedy vs sampled",
+            icon="columns-2",
+            description="Temperature 0 against 0.9, blind until you vote",
+        ),
+    ]
     return cl.Mode(id=ANSWER, name="Answer", options=options)
 
 
 def thinking_modes(settings: Settings, sampling: Sampling) -> list[cl.Mode]:
     """The thinking pickers, set to the chat's current values."""
-    modes = [
-        cl.Mode(id=THINKING, name="Thinking", options=[
-            cl.ModeOption(id="on", name="Thinking on", icon="brain", default=sampling.thinking,
-                          description="Reasoning models think before they answer"),
-            cl.ModeOption(id="off", name="Thinking off", icon="zap", default=not sampling.thinking,
-                          description="Answer at once (chat_template_kwargs.enable_thinking = false)")]),
-        cl.Mode(id=BUDGET, name="Thinking budget", options=[
-            cl.ModeOption(id=NO_CAP, name="No cap", default=sampling.thinking_budget is None,
-                          description="Think as long as the token limit allows"),
-            *(cl.ModeOption(id=str(n), name=f"Think ≤ {n} tokens", default=sampling.thinking_budget == n,
-                            description="A hard cap; the server needs a reasoning parser") for n in BUDGETS)])]
+    modes = [_thinking_mode(sampling), _budget_mode(sampling)]
     if chat_template_takes(settings.resolved_model, "reasoning_effort") and not settings.external:
-        modes.append(cl.Mode(id=EFFORT, name="Reasoning effort", options=[
-            cl.ModeOption(id=MODEL_DEFAULT, name="Effort: model default", default=sampling.reasoning_effort is None),
-            *(cl.ModeOption(id=e, name=f"Effort: {e}", default=sampling.reasoning_effort == e) for e in EFFORTS)]))
+        modes.append(_effort_mode(sampling))
     return modes
+
+
+def _option(
+    id_: str, name: str, chosen: bool, description: str | None = None, icon: str | None = None
+) -> cl.ModeOption:
+    return cl.ModeOption(id=id_, name=name, default=chosen, description=description, icon=icon)
+
+
+def _thinking_mode(sampling: Sampling) -> cl.Mode:
+    return cl.Mode(
+        id=THINKING,
+        name="Thinking",
+        options=[
+            _option("on", "Thinking on", sampling.thinking, "Reasoning models think before they answer", "brain"),
+            _option(
+                "off",
+                "Thinking off",
+                not sampling.thinking,
+                "Answer at once (chat_template_kwargs.enable_thinking = false)",
+                "zap",
+            ),
+        ],
+    )
+
+
+def _budget_mode(sampling: Sampling) -> cl.Mode:
+    capped = [
+        _option(
+            str(n),
+            f"Think ≤ {n} tokens",
+            sampling.thinking_budget == n,
+            "A hard cap; the server needs a reasoning parser",
+        )
+        for n in BUDGETS
+    ]
+    return cl.Mode(
+        id=BUDGET,
+        name="Thinking budget",
+        options=[
+            _option(NO_CAP, "No cap", sampling.thinking_budget is None, "Think as long as the token limit allows"),
+            *capped,
+        ],
+    )
+
+
+def _effort_mode(sampling: Sampling) -> cl.Mode:
+    chosen = [_option(e, f"Effort: {e}", sampling.reasoning_effort == e) for e in EFFORTS]
+    return cl.Mode(
+        id=EFFORT,
+        name="Reasoning effort",
+        options=[_option(MODEL_DEFAULT, "Effort: model default", sampling.reasoning_effort is None), *chosen],
+    )
 
 
 def composer_modes(settings: Settings, sampling: Sampling) -> list[cl.Mode]:

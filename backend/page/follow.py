@@ -22,8 +22,10 @@ from backend.page.live_answers import AFTER_RESUME, LiveAnswers, last_saved
 from backend.records import RECORD_KEY
 from backend.settings import Settings
 
-INTERRUPTED = ("**This answer was interrupted: the page process that was writing it stopped. What it had "
-               "written is kept above; ask again (or Regenerate) for a whole answer.**")
+INTERRUPTED = (
+    "**This answer was interrupted: the page process that was writing it stopped. What it had "
+    "written is kept above; ask again (or Regenerate) for a whole answer.**"
+)
 
 
 def stale_after(settings: Settings) -> float:
@@ -76,8 +78,9 @@ async def _follow_saves(step: StepDict, settings: Settings) -> None:
     try:
         while True:
             await asyncio.sleep(settings.persist_interval)
-            rows = await store.execute_sql('SELECT "output", "metadata" FROM steps WHERE "id" = :id',
-                                           {"id": step["id"]})
+            rows = await store.execute_sql(
+                'SELECT "output", "metadata" FROM steps WHERE "id" = :id', {"id": step["id"]}
+            )
             if not rows:
                 return
             step["output"], step["metadata"] = rows[0]["output"], rows[0]["metadata"]

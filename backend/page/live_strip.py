@@ -16,6 +16,7 @@ from backend.settings import Settings, page_replica
 
 MESSAGE_KIND = "rchat-live"  # what public/rchat.js looks for in a window message
 
+
 def deployment() -> str | None:
     """'page 2 of 4' in a page process behind the balancer (RCHAT_PAGE_WORKERS); None for a lone page."""
     replica = page_replica()
@@ -24,8 +25,10 @@ def deployment() -> str | None:
 
 async def broadcast(snapshot: EngineSnapshot | None) -> None:
     """One emit to every page connected to this process (socket.io broadcasts when no room is given)."""
-    await sio.emit("window_message", {"kind": MESSAGE_KIND, "strip": snapshot.as_dict() if snapshot else None,
-                                      "page": deployment()})
+    await sio.emit(
+        "window_message",
+        {"kind": MESSAGE_KIND, "strip": snapshot.as_dict() if snapshot else None, "page": deployment()},
+    )
 
 
 class LiveStrip:

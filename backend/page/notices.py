@@ -27,6 +27,7 @@ async def notice(text: str) -> None:
 
 def guarded(hook):
     """A hook that never shows a stack trace: a bug of ours is logged and told in one sentence."""
+
     @functools.wraps(hook)
     async def wrapper(*args, **kwargs):
         try:
@@ -34,6 +35,7 @@ def guarded(hook):
         except Exception as err:  # the page must get words, the log the trace
             log.exception("%s failed", hook.__name__)
             await notice(user_message(err))
+
     return wrapper
 
 
@@ -44,11 +46,13 @@ async def wait_for_backend(settings: Settings, *, health: HealthChecker | None =
     first = describe_down(settings)
     status = cl.Message(content=as_notice(first), author=NOTICE)
     await status.send()
-    ok = await wait_until_healthy(settings, on_wait=_updater(status), timeout=settings.startup_timeout,
-                                  checker=health)
+    ok = await wait_until_healthy(settings, on_wait=_updater(status), timeout=settings.startup_timeout, checker=health)
     again = "" if first.startswith(STARTING) else " again"
-    status.content = as_notice(f"The model server is ready{again}; answering now." if ok else
-                               describe_down(settings) + " Your message is kept: send it again later.")
+    status.content = as_notice(
+        f"The model server is ready{again}; answering now."
+        if ok
+        else describe_down(settings) + " Your message is kept: send it again later."
+    )
     await status.update()
     return ok
 
@@ -58,6 +62,7 @@ def _updater(message: cl.Message):
         if message.content != as_notice(text):
             message.content = as_notice(text)
             await message.update()
+
     return show
 
 
@@ -80,8 +85,9 @@ async def _keep_up_to_date(settings: Settings, message: cl.Message, health: Heal
         await show(text)
 
     try:
-        ok = await wait_until_healthy(settings, on_wait=show_while_open, timeout=settings.startup_timeout,
-                                      every=WATCH_EVERY, checker=health)
+        ok = await wait_until_healthy(
+            settings, on_wait=show_while_open, timeout=settings.startup_timeout, every=WATCH_EVERY, checker=health
+        )
         text = describe_down(settings)
         if ok:
             text = " ".join(filter(None, ["The model server is ready: ask away.", server_warning(settings)]))

@@ -26,13 +26,19 @@ REPLAY_AUTHOR = "Replay"
 
 
 def replay_action() -> cl.Action:
-    return cl.Action(name="replay", payload={}, label="Replay", icon="repeat",
-                     tooltip="Send this answer's stamped request again (same messages, settings and seed) "
-                             "and compare: identical, different or not comparable")
+    return cl.Action(
+        name="replay",
+        payload={},
+        label="Replay",
+        icon="repeat",
+        tooltip="Send this answer's stamped request again (same messages, settings and seed) "
+        "and compare: identical, different or not comparable",
+    )
 
 
-async def send_replay(client: openai.AsyncOpenAI, settings: Settings, *, thread_id: str, answer_id: str,
-                      history_off_reason: str) -> None:
+async def send_replay(
+    client: openai.AsyncOpenAI, settings: Settings, *, thread_id: str, answer_id: str, history_off_reason: str
+) -> None:
     """Replay the stored answer `answer_id` of this chat and post the verdict with both answers."""
     if history_off_reason:
         await notice(f"{history_off_reason} So there is no stored answer to replay.")
@@ -42,8 +48,9 @@ async def send_replay(client: openai.AsyncOpenAI, settings: Settings, *, thread_
     except (ChatAppError, sqlite3.Error) as err:
         await notice(f"Could not replay this answer: {err}")
         return
-    message = cl.Message(content=as_notice("Replaying this answer with its stamped request and seed…"),
-                         author=REPLAY_AUTHOR)
+    message = cl.Message(
+        content=as_notice("Replaying this answer with its stamped request and seed…"), author=REPLAY_AUTHOR
+    )
     await message.send()
     try:
         result = await replay(record, settings=settings, client=client)
@@ -57,4 +64,3 @@ async def send_replay(client: openai.AsyncOpenAI, settings: Settings, *, thread_
         log.info("replay of answer %s: %s", answer_id, result.verdict)
         message.metadata = {RECORD_KEY: {"kind": "replay", "of": answer_id, **result.as_dict()}}
     await message.update()
-

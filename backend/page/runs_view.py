@@ -22,8 +22,12 @@ RESULTS = PROJECT_ROOT / "results"
 
 
 def runs_command() -> dict:
-    return {"id": COMMAND, "icon": "git-compare", "button": True,
-            "description": "The two latest accuracy runs side by side (or type two run files' names)"}
+    return {
+        "id": COMMAND,
+        "icon": "git-compare",
+        "button": True,
+        "description": "The two latest accuracy runs side by side (or type two run files' names)",
+    }
 
 
 def pick_runs(text: str, folder: Path = RESULTS) -> tuple[Path, Path] | str:
@@ -31,14 +35,19 @@ def pick_runs(text: str, folder: Path = RESULTS) -> tuple[Path, Path] | str:
     names = text.split()
     if len(names) == 2:
         paths = [Path(n) if Path(n).is_absolute() else folder / n for n in names]
-        return (paths[0], paths[1]) if all(p.exists() for p in paths) else \
-            f"No run file {next(n for n, p in zip(names, paths, strict=True) if not p.exists())} in {folder}."
+        return (
+            (paths[0], paths[1])
+            if all(p.exists() for p in paths)
+            else f"No run file {next(n for n, p in zip(names, paths, strict=True) if not p.exists())} in {folder}."
+        )
     if names:
         return "Type two run files' names after the command (qa-run-*.json in results/), or none for the latest two."
     runs = sorted(folder.glob("qa-run-*.json"))
     if len(runs) < 2:
-        return (f"There are {len(runs)} accuracy run(s) in {folder}; comparing needs two. Make them with "
-                "`python -m backend qa run`.")
+        return (
+            f"There are {len(runs)} accuracy run(s) in {folder}; comparing needs two. Make them with "
+            "`python -m backend qa run`."
+        )
     return runs[-2], runs[-1]
 
 
@@ -53,5 +62,6 @@ async def send_runs(text: str) -> None:
         await notice(f"The runs could not be compared: {err}")
         return
     body = comparison_text(a, b)
-    await cl.Message(content=f"**{COMMAND}** · A: `{picked[0].name}` · B: `{picked[1].name}`\n\n```\n{body}\n```",
-                     author=COMMAND).send()
+    await cl.Message(
+        content=f"**{COMMAND}** · A: `{picked[0].name}` · B: `{picked[1].name}`\n\n```\n{body}\n```", author=COMMAND
+    ).send()

@@ -51,19 +51,23 @@ def serve(*, host: str, port: int, target: str = str(APP)) -> None:
     warnings.filterwarnings("ignore", message="coroutine .*chat_profiles.* was never awaited")
     # Chainlit's own settings for uvicorn, less per-message deflate: it costs the page CPU on every
     # streamed update and helps only on slow links.
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="error",
-                                  ws_per_message_deflate=False)).run()
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="error", ws_per_message_deflate=False)).run()
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m backend.page.serve", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m backend.page.serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("target", nargs="?", default=str(APP), help="the Chainlit app (default: app.py)")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout,  # as chainlit.cli sets it up
-                        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", datefmt="%Y-%m-%d %H:%M:%S")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stdout,  # as chainlit.cli sets it up
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+        datefmt="%Y-%m-%d %H:%M:%S",
+    )
     serve(host=args.host, port=args.port, target=args.target)
 
 

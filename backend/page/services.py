@@ -49,9 +49,15 @@ class PageServices:
 
     @classmethod
     def create(cls, settings: Settings, client: openai.AsyncOpenAI) -> PageServices:
-        return cls(settings=settings, health=HealthChecker(settings), streams=StreamCounter(),
-                   strip=LiveStrip(settings), live=LiveAnswers(), clients=Clients(settings, client),
-                   facts=FactsCache())
+        return cls(
+            settings=settings,
+            health=HealthChecker(settings),
+            streams=StreamCounter(),
+            strip=LiveStrip(settings),
+            live=LiveAnswers(),
+            clients=Clients(settings, client),
+            facts=FactsCache(),
+        )
 
     def start(self) -> None:
         self.strip.start()

@@ -39,8 +39,6 @@ def _dummy_hash() -> str:
     return _hasher.hash(secrets.token_hex(8))
 
 
-
-
 def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
@@ -51,8 +49,10 @@ def read_users_file(path: Path) -> dict[str, str]:
     try:
         users = json.loads(path.read_text(encoding="utf-8") or "{}")
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise AccountsError(f"The users file {path} cannot be read ({err}); fix it or remove it, "
-                            "then add users again with `python -m backend user add NAME`.") from None
+        raise AccountsError(
+            f"The users file {path} cannot be read ({err}); fix it or remove it, "
+            "then add users again with `python -m backend user add NAME`."
+        ) from None
     if not isinstance(users, dict) or not all(isinstance(v, str) for v in users.values()):
         raise AccountsError(f"The users file {path} must be a JSON object of user name -> password hash.")
     return users
@@ -65,8 +65,10 @@ def load_users(settings: Settings) -> dict[str, str]:
         if not USER_NAME.match(name):
             raise AccountsError(f"User name {name!r} is not allowed: use letters, digits and . _ @ - (up to 64).")
         if not hashed.startswith("$argon2"):
-            raise AccountsError(f"The password of user {name!r} is not an Argon2 hash (passwords are never stored "
-                                "in clear): set it with `python -m backend user add NAME`.")
+            raise AccountsError(
+                f"The password of user {name!r} is not an Argon2 hash (passwords are never stored "
+                "in clear): set it with `python -m backend user add NAME`."
+            )
     return users
 
 

@@ -73,11 +73,20 @@ class QuestionAccuracy:
 
     def as_dict(self) -> dict:
         low, high = self.interval
-        return {"question_id": self.question_id, "expected": self.expected, "samples": len(self.samples),
-                "graded": self.graded, "correct": self.correct, "incorrect": self.count("incorrect"),
-                "unclear": self.count("unclear"), "errors": self.count("error"), "accuracy": self.accuracy,
-                "ci95": [low, high], "majority_correct": self.majority_correct,
-                "answers_read": [s.read for s in self.samples]}
+        return {
+            "question_id": self.question_id,
+            "expected": self.expected,
+            "samples": len(self.samples),
+            "graded": self.graded,
+            "correct": self.correct,
+            "incorrect": self.count("incorrect"),
+            "unclear": self.count("unclear"),
+            "errors": self.count("error"),
+            "accuracy": self.accuracy,
+            "ci95": [low, high],
+            "majority_correct": self.majority_correct,
+            "answers_read": [s.read for s in self.samples],
+        }
 
 
 def _vote(sample: Graded) -> str:
@@ -95,6 +104,12 @@ def overall(questions: list[QuestionAccuracy]) -> dict:
     low, high = wilson_interval(correct, graded)
     voted = [q for q in questions if q.graded]
     majority = sum(q.majority_correct for q in voted)
-    return {"graded": graded, "correct": correct, "accuracy": correct / graded if graded else None,
-            "ci95": [low, high], "questions": len(voted), "majority_correct": majority,
-            "majority_accuracy": majority / len(voted) if voted else None}
+    return {
+        "graded": graded,
+        "correct": correct,
+        "accuracy": correct / graded if graded else None,
+        "ci95": [low, high],
+        "questions": len(voted),
+        "majority_correct": majority,
+        "majority_accuracy": majority / len(voted) if voted else None,
+    }

@@ -22,7 +22,7 @@ from backend.answers.stream import stream_answer
 from backend.chat.answer_stats import AnswerStats
 from backend.chat.conversation import Conversation
 from backend.chat.sampling import Sampling
-from backend.qa.accuracy import Graded
+from backend.qa.accuracy import Graded, QuestionAccuracy
 from backend.qa.run_store import RunStore
 from backend.settings import Settings
 
@@ -86,11 +86,21 @@ def request_for(ctx: RunContext, sample: Sample) -> AnswerRequest:
     question_step = ctx.question_steps[sample.question.id]
     conversation = Conversation()
     conversation.add_user(sample.question.question, question_step)
-    messages, _ = conversation.messages(system_prompt=sampling.system_prompt,
-                                        context_tokens=ctx.settings.context_tokens,
-                                        answer_tokens=sampling.max_tokens)
-    return new_request(ctx.settings, sampling, messages, engine=ctx.engine, question=sample.question.question,
-                       question_id=question_step, sample=sample.number, session_id=ctx.store.thread_id)
+    messages, _ = conversation.messages(
+        system_prompt=sampling.system_prompt,
+        context_tokens=ctx.settings.context_tokens,
+        answer_tokens=sampling.max_tokens,
+    )
+    return new_request(
+        ctx.settings,
+        sampling,
+        messages,
+        engine=ctx.engine,
+        question=sample.question.question,
+        question_id=question_step,
+        sample=sample.number,
+        session_id=ctx.store.thread_id,
+    )
 
 
 async def ask(ctx: RunContext, sample: Sample) -> None:
@@ -110,17 +120,27 @@ async def ask(ctx: RunContext, sample: Sample) -> None:
 def shown_text(result: AnswerOutcome, served_name: str) -> str:
     """The answer message as the page would show it: answer, note, answer-key line, stats line."""
     note = result.note(limit_setting=LIMIT_SETTING, stopped=STOPPED_NOTE)
-    parts = [result.answer, f"**{note}**" if note else "", result.grade.describe() if result.grade else "",
-             f"*{result.stats.summary(served_name)}*"]
+    parts = [
+        result.answer,
+        f"**{note}**" if note else "",
+        result.grade.describe() if result.grade else "",
+        f"*{result.stats.summary(served_name)}*",
+    ]
     return "\n\n".join(p for p in parts if p).strip()
 
 
 def store(ctx: RunContext, result: AnswerOutcome) -> None:
     """Write one finished (or stopped) answer with its stamp and record."""
     served = ctx.settings.resolved_served_name
-    ctx.store.add_answer(question_step=result.request.question_id, question=result.request.question,
-                         shown=shown_text(result, served), record=result.record(), author=served,
-                         reasoning=result.reasoning, thinking_label=result.thinking_label())
+    ctx.store.add_answer(
+        question_step=result.request.question_id,
+        question=result.request.question,
+        shown=shown_text(result, served),
+        record=result.record(),
+        author=served,
+        reasoning=result.reasoning,
+        thinking_label=result.thinking_label(),
+    )
 
 
 async def ask_all(ctx: RunContext, questions: list[Question], samples: int, results: list[list[Sample]]) -> None:
@@ -132,3 +152,30 @@ async def ask_all(ctx: RunContext, questions: list[Question], samples: int, resu
         await asyncio.gather(*(ask(ctx, s) for s in batch))
         if ctx.fatal is not None:
             raise ctx.fatal
+
+
+def progress_printer(total: int) -> Callable[[Sample], None]:
+    done = 0
+
+    def on_done(sample: Sample) -> None:
+        nonlocal done
+        done += 1
+        graded = sample.graded()
+        read = f" (read {graded.read!r})" if graded.read is not None else ""
+        extra = f": {sample.error}" if sample.error else ""
+        print(
+            f"[{done:>4}/{total}] {sample.question.id} #{sample.number}: {graded.outcome}{read}{extra} · "
+            f"{sample.stats.answer_tokens} tokens · {sample.stats.finish_reason or 'none'}",
+            flush=True,
+        )
+
+    return on_done
+
+
+def accuracies(batches: list[list[Sample]]) -> list[QuestionAccuracy]:
+    out = []
+    for batch in batches:
+        asked = [s for s in batch if s.outcome != "not asked"]
+        if asked:
+            out.append(QuestionAccuracy(batch[0].question.id, batch[0].question.expected, [s.graded() for s in asked]))
+    return out

@@ -35,8 +35,14 @@ def read_rows(source: Path | PgHistory, query: str, parameters: dict[str, Any]) 
         db.close()
 
 
-def load_records(source: Path | PgHistory, *, thread_id: str | None = None, user: str | None = None,
-                 human_only: bool = False, disagreements: bool = False) -> list[dict[str, Any]]:
+def load_records(
+    source: Path | PgHistory,
+    *,
+    thread_id: str | None = None,
+    user: str | None = None,
+    human_only: bool = False,
+    disagreements: bool = False,
+) -> list[dict[str, Any]]:
     """Stored answers; `human_only`: those with a human verdict; `disagreements`: those whose human
     verdict differs from the answer key's. `source`: history_source(settings)."""
     records = _records(read_rows(source, RECORDS_QUERY, {"thread": thread_id, "user": user}))
@@ -71,11 +77,23 @@ def _records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         grade = record.verdict.stored() if record.verdict else None
         # "in progress" is only ever stored while streaming: finding it later means the app stopped.
         outcome = "interrupted (the app stopped while answering)" if record.outcome == "in progress" else record.outcome
-        records.append(ExportRow(
-            **_where(row), answer_id=row["id"], question_id=record.question_id, question=record.question,
-            sample=record.sample, outcome=outcome, reasoning=record.reasoning, answer=record.answer,
-            shown=row["output"] or "", verdict=grade, human_verdict=human, agreement=agreement(grade, human),
-            stamp=record.stamp.stored()).stored())
+        records.append(
+            ExportRow(
+                **_where(row),
+                answer_id=row["id"],
+                question_id=record.question_id,
+                question=record.question,
+                sample=record.sample,
+                outcome=outcome,
+                reasoning=record.reasoning,
+                answer=record.answer,
+                shown=row["output"] or "",
+                verdict=grade,
+                human_verdict=human,
+                agreement=agreement(grade, human),
+                stamp=record.stamp.stored(),
+            ).stored()
+        )
     return records
 
 
@@ -88,14 +106,31 @@ def _battle_rows(row: dict[str, Any], battle: dict[str, Any]) -> list[dict[str, 
     rows = []
     for label, meta in sorted((battle.get("answers") or {}).items()):
         record = AnswerRecord.model_validate({k: v for k, v in meta.items() if k != "answer_id"})
-        rows.append(ExportRow(
-            **_where(row), answer_id=f"{row['id']}:{label}", question_id=record.question_id,
-            question=record.question, sample=1, outcome=record.outcome, reasoning=record.reasoning,
-            answer=record.answer, shown="", verdict=record.verdict.stored() if record.verdict else None,
-            human_verdict=None, agreement=None, stamp=record.stamp.stored(),
-            battle={"id": battle.get("id"), "label": label, "contender": (battle.get("contenders") or {}).get(label),
-                    "vote": battle.get("vote"), "reasons": battle.get("reasons"), "comment": battle.get("comment")},
-        ).stored())
+        rows.append(
+            ExportRow(
+                **_where(row),
+                answer_id=f"{row['id']}:{label}",
+                question_id=record.question_id,
+                question=record.question,
+                sample=1,
+                outcome=record.outcome,
+                reasoning=record.reasoning,
+                answer=record.answer,
+                shown="",
+                verdict=record.verdict.stored() if record.verdict else None,
+                human_verdict=None,
+                agreement=None,
+                stamp=record.stamp.stored(),
+                battle={
+                    "id": battle.get("id"),
+                    "label": label,
+                    "contender": (battle.get("contenders") or {}).get(label),
+                    "vote": battle.get("vote"),
+                    "reasons": battle.get("reasons"),
+                    "comment": battle.get("comment"),
+                },
+            ).stored()
+        )
     return rows
 
 

@@ -32,34 +32,77 @@ BUSY_TIMEOUT_S = 15.0
 
 # table -> columns (name, SQL type). Quoted camelCase names, because Chainlit's SQL uses them.
 TABLES: dict[str, list[tuple[str, str]]] = {
-    "users": [("id", "TEXT PRIMARY KEY"), ("identifier", "TEXT NOT NULL UNIQUE"),
-              ("metadata", "TEXT NOT NULL DEFAULT '{}'"), ("createdAt", "TEXT")],
-    "threads": [("id", "TEXT PRIMARY KEY"), ("createdAt", "TEXT"), ("name", "TEXT"),
-                ("userId", "TEXT REFERENCES users(id) ON DELETE CASCADE"), ("userIdentifier", "TEXT"),
-                ("tags", "TEXT"), ("metadata", "TEXT")],
-    "steps": [("id", "TEXT PRIMARY KEY"), ("name", "TEXT NOT NULL"), ("type", "TEXT NOT NULL"),
-              ("threadId", "TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE"), ("parentId", "TEXT"),
-              ("streaming", "BOOLEAN NOT NULL DEFAULT 0"), ("waitForAnswer", "BOOLEAN"), ("isError", "BOOLEAN"),
-              ("metadata", "TEXT"), ("tags", "TEXT"), ("input", "TEXT"), ("output", "TEXT"),
-              ("createdAt", "TEXT"), ("command", "TEXT"), ("modes", "TEXT"), ("start", "TEXT"), ("end", "TEXT"),
-              ("generation", "TEXT"), ("showInput", "TEXT"), ("language", "TEXT"), ("indent", "INTEGER"),
-              ("defaultOpen", "BOOLEAN"), ("autoCollapse", "BOOLEAN")],
-    "elements": [("id", "TEXT PRIMARY KEY"), ("threadId", "TEXT REFERENCES threads(id) ON DELETE CASCADE"),
-                 ("type", "TEXT"), ("url", "TEXT"), ("chainlitKey", "TEXT"), ("name", "TEXT NOT NULL"),
-                 ("display", "TEXT"), ("objectKey", "TEXT"), ("size", "TEXT"), ("page", "INTEGER"),
-                 ("language", "TEXT"), ("forId", "TEXT"), ("mime", "TEXT"), ("props", "TEXT"),
-                 ("autoPlay", "BOOLEAN"), ("playerConfig", "TEXT")],
-    "feedbacks": [("id", "TEXT PRIMARY KEY"), ("forId", "TEXT NOT NULL"),
-                  ("threadId", "TEXT REFERENCES threads(id) ON DELETE CASCADE"),
-                  ("value", "INTEGER NOT NULL"), ("comment", "TEXT")],
+    "users": [
+        ("id", "TEXT PRIMARY KEY"),
+        ("identifier", "TEXT NOT NULL UNIQUE"),
+        ("metadata", "TEXT NOT NULL DEFAULT '{}'"),
+        ("createdAt", "TEXT"),
+    ],
+    "threads": [
+        ("id", "TEXT PRIMARY KEY"),
+        ("createdAt", "TEXT"),
+        ("name", "TEXT"),
+        ("userId", "TEXT REFERENCES users(id) ON DELETE CASCADE"),
+        ("userIdentifier", "TEXT"),
+        ("tags", "TEXT"),
+        ("metadata", "TEXT"),
+    ],
+    "steps": [
+        ("id", "TEXT PRIMARY KEY"),
+        ("name", "TEXT NOT NULL"),
+        ("type", "TEXT NOT NULL"),
+        ("threadId", "TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE"),
+        ("parentId", "TEXT"),
+        ("streaming", "BOOLEAN NOT NULL DEFAULT 0"),
+        ("waitForAnswer", "BOOLEAN"),
+        ("isError", "BOOLEAN"),
+        ("metadata", "TEXT"),
+        ("tags", "TEXT"),
+        ("input", "TEXT"),
+        ("output", "TEXT"),
+        ("createdAt", "TEXT"),
+        ("command", "TEXT"),
+        ("modes", "TEXT"),
+        ("start", "TEXT"),
+        ("end", "TEXT"),
+        ("generation", "TEXT"),
+        ("showInput", "TEXT"),
+        ("language", "TEXT"),
+        ("indent", "INTEGER"),
+        ("defaultOpen", "BOOLEAN"),
+        ("autoCollapse", "BOOLEAN"),
+    ],
+    "elements": [
+        ("id", "TEXT PRIMARY KEY"),
+        ("threadId", "TEXT REFERENCES threads(id) ON DELETE CASCADE"),
+        ("type", "TEXT"),
+        ("url", "TEXT"),
+        ("chainlitKey", "TEXT"),
+        ("name", "TEXT NOT NULL"),
+        ("display", "TEXT"),
+        ("objectKey", "TEXT"),
+        ("size", "TEXT"),
+        ("page", "INTEGER"),
+        ("language", "TEXT"),
+        ("forId", "TEXT"),
+        ("mime", "TEXT"),
+        ("props", "TEXT"),
+        ("autoPlay", "BOOLEAN"),
+        ("playerConfig", "TEXT"),
+    ],
+    "feedbacks": [
+        ("id", "TEXT PRIMARY KEY"),
+        ("forId", "TEXT NOT NULL"),
+        ("threadId", "TEXT REFERENCES threads(id) ON DELETE CASCADE"),
+        ("value", "INTEGER NOT NULL"),
+        ("comment", "TEXT"),
+    ],
 }
 INDEXES = [
     'CREATE INDEX IF NOT EXISTS steps_thread ON steps ("threadId", "createdAt")',
     'CREATE INDEX IF NOT EXISTS threads_user ON threads ("userId")',
     'CREATE INDEX IF NOT EXISTS feedbacks_for ON feedbacks ("forId")',
 ]
-
-
 
 
 def _create_table(db: sqlite3.Connection, table: str) -> None:
@@ -84,11 +127,15 @@ def _check_file(path: Path) -> None:
     if not path.is_file():
         raise HistoryUnavailable(f"The history database {path} is not a file. Set RCHAT_HISTORY_DB to a file path.")
     if not path.stat().st_mode & stat.S_IWUSR:
-        raise HistoryUnavailable(f"The history database {path} is read-only. Make it writable "
-                                 f"(chmod u+w {path}) or set RCHAT_HISTORY_DB to another file, then restart.")
+        raise HistoryUnavailable(
+            f"The history database {path} is read-only. Make it writable "
+            f"(chmod u+w {path}) or set RCHAT_HISTORY_DB to another file, then restart."
+        )
     if path.stat().st_size and not _is_sqlite(path):
-        raise HistoryUnavailable(f"The history database {path} is not a SQLite file (damaged or something else). "
-                                 "It was left untouched: move it away or set RCHAT_HISTORY_DB to a new file, then restart.")
+        raise HistoryUnavailable(
+            f"The history database {path} is not a SQLite file (damaged or something else). "
+            "It was left untouched: move it away or set RCHAT_HISTORY_DB to a new file, then restart."
+        )
 
 
 def backup(path: Path, version: int) -> Path:
@@ -118,13 +165,17 @@ def prepare(path: Path) -> str:
         # isolation_level=None: the transaction below is ours; Python's sqlite3 would run DDL outside one.
         db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except (OSError, sqlite3.Error) as err:
-        raise HistoryUnavailable(f"Cannot open the history database {path}: {err}. "
-                                 "Check the path and its folder's permissions (RCHAT_HISTORY_DB).") from None
+        raise HistoryUnavailable(
+            f"Cannot open the history database {path}: {err}. "
+            "Check the path and its folder's permissions (RCHAT_HISTORY_DB)."
+        ) from None
     try:
         return _prepare(db, path)
     except sqlite3.DatabaseError as err:
-        raise HistoryUnavailable(f"The history database {path} cannot be used ({err}). It was left as it was: "
-                                 "move it away or set RCHAT_HISTORY_DB to a new file, then restart.") from None
+        raise HistoryUnavailable(
+            f"The history database {path} cannot be used ({err}). It was left as it was: "
+            "move it away or set RCHAT_HISTORY_DB to a new file, then restart."
+        ) from None
     finally:
         db.close()
 
@@ -144,8 +195,10 @@ def inspect(path: Path) -> str:
         finally:
             db.close()
     except sqlite3.DatabaseError as err:
-        raise HistoryUnavailable(f"The history database {path} cannot be used ({err}). It was left as it was: "
-                                 "move it away or set RCHAT_HISTORY_DB to a new file, then restart.") from None
+        raise HistoryUnavailable(
+            f"The history database {path} cannot be used ({err}). It was left as it was: "
+            "move it away or set RCHAT_HISTORY_DB to a new file, then restart."
+        ) from None
     if version == SCHEMA_VERSION:
         return f"history database {path} (schema {version})"
     return f"history database {path} will be migrated from schema {version} to {SCHEMA_VERSION}, after a backup"
@@ -157,9 +210,11 @@ def _usable_version(db: sqlite3.Connection, path: Path) -> int:
         raise sqlite3.DatabaseError("integrity check failed")
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
-        raise HistoryUnavailable(f"The history database {path} has schema version {version}, made by a newer "
-                                 f"version of this app (this one knows up to {SCHEMA_VERSION}). Update the app, or "
-                                 "set RCHAT_HISTORY_DB to another file.")
+        raise HistoryUnavailable(
+            f"The history database {path} has schema version {version}, made by a newer "
+            f"version of this app (this one knows up to {SCHEMA_VERSION}). Update the app, or "
+            "set RCHAT_HISTORY_DB to another file."
+        )
     return version
 
 
@@ -197,7 +252,9 @@ def _create_or_migrate(db: sqlite3.Connection, path: Path) -> str:
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     if fresh:
         return f"created history database {path} (schema {SCHEMA_VERSION})"
-    return f"migrated history database {path} from schema {version} to {SCHEMA_VERSION}; the old file is kept as {saved}"
+    return (
+        f"migrated history database {path} from schema {version} to {SCHEMA_VERSION}; the old file is kept as {saved}"
+    )
 
 
 def use_wal(db: sqlite3.Connection) -> None:

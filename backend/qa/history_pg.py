@@ -52,27 +52,32 @@ def schema_statements() -> list[str]:
     for table, columns in TABLES.items():
         listed = ", ".join(f'"{name}" {_pg_kind(kind)}' for name, kind in columns)
         statements.append(f"CREATE TABLE IF NOT EXISTS {table} ({listed})")
-        statements += [f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "{name}" {_pg_kind(kind)}'
-                       for name, kind in columns]
+        statements += [
+            f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "{name}" {_pg_kind(kind)}' for name, kind in columns
+        ]
     return statements + INDEXES
 
 
 def _run(work: Callable[[asyncpg.Connection], Awaitable[T]], url: str) -> T:
     """Run `work` on one connection, in a thread with its own event loop: callers are plain functions,
     called at start inside or outside a running loop (app.py's import, the launcher, the CLI)."""
+
     async def connected() -> T:
         try:
             db = await asyncpg.connect(_dsn(url), timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as err:
             raise HistoryUnavailable(
                 f"Cannot reach the history database {where(url)} ({_reason(err)}). Check RCHAT_DATABASE_URL "
-                "and that the server is up and reachable from here, then restart.") from None
+                "and that the server is up and reachable from here, then restart."
+            ) from None
         try:
             return await work(db)
         except asyncpg.PostgresError as err:
-            raise HistoryUnavailable(f"The history database {where(url)} cannot be used ({_reason(err)}). "
-                                     "Nothing was changed in it: fix RCHAT_DATABASE_URL or the database, "
-                                     "then restart.") from None
+            raise HistoryUnavailable(
+                f"The history database {where(url)} cannot be used ({_reason(err)}). "
+                "Nothing was changed in it: fix RCHAT_DATABASE_URL or the database, "
+                "then restart."
+            ) from None
         finally:
             await db.close()
 
@@ -95,20 +100,25 @@ async def _version(db: asyncpg.Connection, url: str) -> int | None:
     if await db.fetchval("SELECT to_regclass('rchat_meta')") is not None:
         version = int(await db.fetchval("SELECT value FROM rchat_meta WHERE name = 'schema_version'") or 0)
         if version > SCHEMA_VERSION:
-            raise HistoryUnavailable(f"The history database {where(url)} has schema version {version}, made by a "
-                                     f"newer version of this app (this one knows up to {SCHEMA_VERSION}). Update "
-                                     "the app, or set RCHAT_DATABASE_URL to another database.")
+            raise HistoryUnavailable(
+                f"The history database {where(url)} has schema version {version}, made by a "
+                f"newer version of this app (this one knows up to {SCHEMA_VERSION}). Update "
+                "the app, or set RCHAT_DATABASE_URL to another database."
+            )
         return version
     ours = [t for t in TABLES if await db.fetchval("SELECT to_regclass($1)", t) is not None]
     if ours:
-        raise HistoryUnavailable(f"The history database {where(url)} has tables ({', '.join(ours)}) that this app "
-                                 "did not make (no rchat_meta). They were left as they were: set RCHAT_DATABASE_URL "
-                                 "to an empty database, then restart.")
+        raise HistoryUnavailable(
+            f"The history database {where(url)} has tables ({', '.join(ours)}) that this app "
+            "did not make (no rchat_meta). They were left as they were: set RCHAT_DATABASE_URL "
+            "to an empty database, then restart."
+        )
     return None
 
 
 def prepare(url: str) -> str:
     """Create or migrate the schema; return what was done (for the log). Raises HistoryUnavailable."""
+
     async def work(db: asyncpg.Connection) -> str:
         async with db.transaction():  # PostgreSQL's DDL is transactional: a failed migration changes nothing
             await db.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)  # pages starting together: one at a time
@@ -117,8 +127,11 @@ def prepare(url: str) -> str:
                 return f"history database {where(url)} (schema {version})"
             for statement in schema_statements():
                 await db.execute(statement)
-            await db.execute("INSERT INTO rchat_meta (name, value) VALUES ('schema_version', $1) "
-                             "ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value", str(SCHEMA_VERSION))
+            await db.execute(
+                "INSERT INTO rchat_meta (name, value) VALUES ('schema_version', $1) "
+                "ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+                str(SCHEMA_VERSION),
+            )
         if version is None:
             return f"created history database {where(url)} (schema {SCHEMA_VERSION})"
         return f"migrated history database {where(url)} from schema {version} to {SCHEMA_VERSION}"
@@ -128,6 +141,7 @@ def prepare(url: str) -> str:
 
 def inspect(url: str) -> str:
     """What prepare() would do, changing nothing (`backend check`, the launcher's preflight)."""
+
     async def work(db: asyncpg.Connection) -> str:
         version = await _version(db, url)
         if version is None:
@@ -141,9 +155,11 @@ def inspect(url: str) -> str:
 
 def keep_secret(url: str, candidate: str) -> str:
     """The auth secret every page on every machine signs with: `candidate` if none is stored yet."""
+
     async def work(db: asyncpg.Connection) -> str:
-        await db.execute("INSERT INTO rchat_meta (name, value) VALUES ('auth_secret', $1) "
-                         "ON CONFLICT (name) DO NOTHING", candidate)
+        await db.execute(
+            "INSERT INTO rchat_meta (name, value) VALUES ('auth_secret', $1) ON CONFLICT (name) DO NOTHING", candidate
+        )
         return await db.fetchval("SELECT value FROM rchat_meta WHERE name = 'auth_secret'")
 
     return _run(work, url)

@@ -43,10 +43,22 @@ from backend.qa.history_db import BUSY_TIMEOUT_S, use_wal
 
 log = logging.getLogger(__name__)
 SURROGATE = re.compile("[\ud800-\udfff]")
-JSON_COLUMNS = {"metadata", "tags", "generation", "modes", "step_metadata", "step_tags", "step_generation",
-                "thread_metadata", "thread_tags", "props"}  # props: a custom element's, read as a dict
-SAVE_FAILED = ("This chat could not be saved to the history database ({reason}). It stays on this page; "
-               "use *Export chat* to keep a copy, and ask whoever runs the app to check the disk.")
+JSON_COLUMNS = {
+    "metadata",
+    "tags",
+    "generation",
+    "modes",
+    "step_metadata",
+    "step_tags",
+    "step_generation",
+    "thread_metadata",
+    "thread_tags",
+    "props",
+}  # props: a custom element's, read as a dict
+SAVE_FAILED = (
+    "This chat could not be saved to the history database ({reason}). It stays on this page; "
+    "use *Export chat* to keep a copy, and ask whoever runs the app to check the disk."
+)
 
 
 def _encode(value: Any) -> Any:
@@ -83,8 +95,13 @@ class _Store(SQLAlchemyDataLayer):
                 await self.execute_sql(
                     'INSERT INTO users ("id", "identifier", "createdAt", "metadata") '
                     'VALUES (:id, :identifier, :createdAt, :metadata) ON CONFLICT ("identifier") DO NOTHING',
-                    {"id": str(uuid.uuid4()), "identifier": str(user.identifier),
-                     "createdAt": await self.get_current_timestamp(), "metadata": json.dumps(user.metadata)})
+                    {
+                        "id": str(uuid.uuid4()),
+                        "identifier": str(user.identifier),
+                        "createdAt": await self.get_current_timestamp(),
+                        "metadata": json.dumps(user.metadata),
+                    },
+                )
                 return await self.get_user(user.identifier)
             return await super().create_user(user)  # updates the metadata, as Chainlit does
 
@@ -97,12 +114,23 @@ class _Store(SQLAlchemyDataLayer):
         store, so that a resumed chat shows it. Other elements are left to Chainlit (none here)."""
         if getattr(element, "type", None) != "custom" or not element.for_id:
             return await super().create_element(element)
-        row = {"id": element.id, "threadId": element.thread_id, "forId": element.for_id, "type": "custom",
-               "name": element.name, "display": element.display, "mime": element.mime, "url": element.url,
-               "props": json.dumps(element.props)}
+        row = {
+            "id": element.id,
+            "threadId": element.thread_id,
+            "forId": element.for_id,
+            "type": "custom",
+            "name": element.name,
+            "display": element.display,
+            "mime": element.mime,
+            "url": element.url,
+            "props": json.dumps(element.props),
+        }
         columns = ", ".join(f'"{k}"' for k in row)
-        await self.execute_sql(f"INSERT INTO elements ({columns}) VALUES ({', '.join(':' + k for k in row)}) "
-                               'ON CONFLICT ("id") DO UPDATE SET "props" = :props', row)
+        await self.execute_sql(
+            f"INSERT INTO elements ({columns}) VALUES ({', '.join(':' + k for k in row)}) "
+            'ON CONFLICT ("id") DO UPDATE SET "props" = :props',
+            row,
+        )
 
     async def execute_sql(self, query: str, parameters: dict):
         parameters = {k: _encode(v) for k, v in parameters.items()}
@@ -149,6 +177,7 @@ class HistoryStore(_Store):
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
         await asyncio.get_running_loop().run_in_executor(self._thread, _close)
         self._thread.shutdown(wait=False)
         await super().close()
@@ -166,8 +195,9 @@ class PostgresHistoryStore(_Store):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         # pre-ping: after a server restart the next statement reconnects instead of failing
-        self.engine = create_async_engine(url, pool_size=1, max_overflow=0, pool_pre_ping=True,
-                                          connect_args={"timeout": 10, "command_timeout": 30})  # seconds
+        self.engine = create_async_engine(
+            url, pool_size=1, max_overflow=0, pool_pre_ping=True, connect_args={"timeout": 10, "command_timeout": 30}
+        )  # seconds
         self.async_session = None  # the base class's sessions are never used: _run below is the only way in
         self._turn = asyncio.Lock()  # first come, first served
 

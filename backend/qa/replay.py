@@ -26,16 +26,32 @@ from backend.qa.history_pg import PgHistory
 from backend.settings import Settings
 
 # Engine facts that change tokens, in the order reasons are given, with the words for them.
-COMPARED = (("model_hash", "model files (hash)"), ("dtype", "dtype"), ("vllm_version", "vLLM version"),
-            ("max_model_len", "max model len"), ("served_max_model_len", "max model len the server reports"),
-            ("quantization", "quantization"), ("enforce_eager", "enforce-eager"),
-            ("enable_prefix_caching", "prefix caching"), ("enable_chunked_prefill", "chunked prefill"),
-            ("device", "device"), ("cpu", "CPU"),
-            ("cpu_flags", "CPU features"))
+COMPARED = (
+    ("model_hash", "model files (hash)"),
+    ("dtype", "dtype"),
+    ("vllm_version", "vLLM version"),
+    ("max_model_len", "max model len"),
+    ("served_max_model_len", "max model len the server reports"),
+    ("quantization", "quantization"),
+    ("enforce_eager", "enforce-eager"),
+    ("enable_prefix_caching", "prefix caching"),
+    ("enable_chunked_prefill", "chunked prefill"),
+    ("device", "device"),
+    ("cpu", "CPU"),
+    ("cpu_flags", "CPU features"),
+)
 HALF_DTYPES = ("bfloat16", "float16")  # 8 or 11 bits of mantissa: a reordered sum can flip a draw
 # Flags already compared by name above; the rest of the command line is compared as a whole.
-NAMED_FLAGS = ("--dtype", "--max-model-len", "--quantization", "--enforce-eager", "--enable-prefix-caching",
-               "--no-enable-prefix-caching", "--enable-chunked-prefill", "--no-enable-chunked-prefill")
+NAMED_FLAGS = (
+    "--dtype",
+    "--max-model-len",
+    "--quantization",
+    "--enforce-eager",
+    "--enable-prefix-caching",
+    "--no-enable-prefix-caching",
+    "--enable-chunked-prefill",
+    "--no-enable-chunked-prefill",
+)
 
 
 class NotReplayable(ChatAppError):
@@ -67,18 +83,26 @@ def find_record(source: Path | PgHistory, answer_id: str, *, thread_id: str | No
     for record in load_records(source, thread_id=thread_id):
         if record["answer_id"] == answer_id:
             return record
-    raise NotReplayable(f"No stored answer with id {answer_id} in {source}. The ids are the "
-                        "`answer_id` fields of `python -m backend export`.")
+    raise NotReplayable(
+        f"No stored answer with id {answer_id} in {source}. The ids are the "
+        "`answer_id` fields of `python -m backend export`."
+    )
 
 
 def replay_request(stamp: dict[str, Any], *, model: str) -> dict[str, Any]:
     """The stamped request, ready to send to `model` (the name the server serves it under now)."""
     stamped = stamp.get("request") or {}
     if not stamped.get("messages"):
-        raise NotReplayable("This answer was stored before requests were stamped: its stamp lacks the "
-                            "messages that were sent, so it cannot be replayed. Ask the question again.")
-    return {"model": model, "messages": stamped["messages"], **stamped.get("params", {}),
-            "extra_body": stamped.get("extra_body") or {}}
+        raise NotReplayable(
+            "This answer was stored before requests were stamped: its stamp lacks the "
+            "messages that were sent, so it cannot be replayed. Ask the question again."
+        )
+    return {
+        "model": model,
+        "messages": stamped["messages"],
+        **stamped.get("params", {}),
+        "extra_body": stamped.get("extra_body") or {},
+    }
 
 
 def engine_differences(stamped: dict[str, Any], now: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -93,17 +117,18 @@ def engine_differences(stamped: dict[str, Any], now: dict[str, Any]) -> tuple[li
             reasons.append(f"{words}: {_short(before)} in the stamp, {_short(after)} now")
     before_flags, after_flags = _other_flags(stamped.get("flags")), _other_flags(now.get("flags"))
     if before_flags is not None and after_flags is not None and before_flags != after_flags:
-        reasons.append(f"vLLM flags: {' '.join(before_flags) or 'none'} in the stamp, "
-                       f"{' '.join(after_flags) or 'none'} now")
+        reasons.append(
+            f"vLLM flags: {' '.join(before_flags) or 'none'} in the stamp, {' '.join(after_flags) or 'none'} now"
+        )
     caveats = [f"not known on both sides, so not checked: {', '.join(unknown)}"] if unknown else []
     for side, facts in (("the stamp's", stamped), ("today's", now)):
         if facts.get("source") == "settings":
-            caveats.append(f"{side} engine facts come from the app's settings, not from the launcher "
-                           "that started vLLM")
+            caveats.append(f"{side} engine facts come from the app's settings, not from the launcher that started vLLM")
     if stamped.get("env") and now.get("env") and stamped["env"] != now["env"]:
-        caveats.append("the server's environment differs: "
-                       + ", ".join(sorted(k for k in {*stamped["env"], *now["env"]}
-                                          if stamped["env"].get(k) != now["env"].get(k))))
+        caveats.append(
+            "the server's environment differs: "
+            + ", ".join(sorted(k for k in {*stamped["env"], *now["env"]} if stamped["env"].get(k) != now["env"].get(k)))
+        )
     return reasons, caveats
 
 
@@ -139,8 +164,9 @@ def answer_differences(record: dict[str, Any], request: dict[str, Any]) -> list[
         reasons.append(f"the stored answer did not complete (outcome: {record.get('outcome')})")
     temperature = request.get("temperature", (record["stamp"].get("sampling") or {}).get("temperature"))
     if request.get("seed") is None and temperature not in (0, 0.0):
-        reasons.append(f"it was sampled (temperature {temperature}) without a seed, so another sample is "
-                       "expected to differ")
+        reasons.append(
+            f"it was sampled (temperature {temperature}) without a seed, so another sample is expected to differ"
+        )
     return reasons
 
 
@@ -155,21 +181,14 @@ async def replay(record: dict[str, Any], *, settings: Settings, client: openai.A
     stamp = record.get("stamp") or {}
     request = replay_request(stamp, model=settings.resolved_served_name)
     now = await engine_facts(settings)
-    reasons, caveats = engine_differences(stamp.get("engine") or {}, now)
-    if not stamp.get("engine"):
-        reasons.insert(0, "the stamp has no engine facts (stored before engines were stamped)")
-    reasons += answer_differences(record, request)
-    busy = await requests_running(settings)
-    if busy:
-        caveats.append(f"{busy} other request(s) were running on the server when the replay started; "
-                       "batching can change floating-point order (see docs/reproducibility.md)")
-    result = Replay(answer_id=record["answer_id"], verdict="not comparable", reasons=reasons, caveats=caveats,
-                    stored_answer=record.get("answer", ""), stored_reasoning=record.get("reasoning", ""),
-                    stored_tokens=(stamp.get("stats") or {}).get("completion_tokens"), request=request,
-                    engine_now=now)
-    asked = AnswerRequest(body=request, engine=now, question=record.get("question", ""),
-                          question_id=record.get("question_id", ""),
-                          starts_in_reasoning=settings.reasoning_starts_inside and bool(stamp.get("thinking")))
+    result = await _prepared(record, stamp, request, now, settings)
+    asked = AnswerRequest(
+        body=request,
+        engine=now,
+        question=record.get("question", ""),
+        question_id=record.get("question_id", ""),
+        starts_in_reasoning=settings.reasoning_starts_inside and bool(stamp.get("thinking")),
+    )
     again = await stream_answer(client, settings, asked)
     if again.failure is not None:
         raise again.failure
@@ -177,11 +196,39 @@ async def replay(record: dict[str, Any], *, settings: Settings, client: openai.A
         raise asyncio.CancelledError
     result.new_answer, result.new_reasoning = again.answer, again.reasoning
     result.new_finish_reason, result.new_tokens = again.finish_reason, again.stats.completion_tokens
-    if not reasons:
+    if not result.reasons:
         same = (result.new_answer, result.new_reasoning) == (result.stored_answer, result.stored_reasoning)
         result.verdict = "identical" if same else "different"
     if result.verdict == "different" and now.get("dtype") in HALF_DTYPES:
-        caveats.append(f"the engine computes in {now['dtype']}, where a batch alone changed every seeded replay "
-                       "we measured (float32: none); if the stored answer or this replay ran beside other "
-                       "requests, that may be the whole difference (docs/reproducibility.md)")
+        result.caveats.append(
+            f"the engine computes in {now['dtype']}, where a batch alone changed every seeded replay "
+            "we measured (float32: none); if the stored answer or this replay ran beside other "
+            "requests, that may be the whole difference (docs/reproducibility.md)"
+        )
     return result
+
+
+async def _prepared(
+    record: dict[str, Any], stamp: dict[str, Any], request: dict[str, Any], now: dict[str, Any], settings: Settings
+) -> Replay:
+    """The replay before it runs: why it may not be comparable, and what could not be checked."""
+    reasons, caveats = engine_differences(stamp.get("engine") or {}, now)
+    if not stamp.get("engine"):
+        reasons.insert(0, "the stamp has no engine facts (stored before engines were stamped)")
+    reasons += answer_differences(record, request)
+    if busy := await requests_running(settings):
+        caveats.append(
+            f"{busy} other request(s) were running on the server when the replay started; "
+            "batching can change floating-point order (see docs/reproducibility.md)"
+        )
+    return Replay(
+        answer_id=record["answer_id"],
+        verdict="not comparable",
+        reasons=reasons,
+        caveats=caveats,
+        stored_answer=record.get("answer", ""),
+        stored_reasoning=record.get("reasoning", ""),
+        stored_tokens=(stamp.get("stats") or {}).get("completion_tokens"),
+        request=request,
+        engine_now=now,
+    )

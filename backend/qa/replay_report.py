@@ -27,8 +27,11 @@ VERDICT_WORDS = {"identical": "identical", "different": "DIFFERENT", "not compar
 def held_fixed(replay: Replay) -> str:
     """What the replay sent and ran on, in one line: seed, temperature, model hash, dtype, version."""
     req, now = replay.request, replay.engine_now
-    parts = [f"seed {req.get('seed')}" if req.get("seed") is not None else "no seed",
-             f"temperature {req.get('temperature')}", f"max tokens {req.get('max_tokens')}"]
+    parts = [
+        f"seed {req.get('seed')}" if req.get("seed") is not None else "no seed",
+        f"temperature {req.get('temperature')}",
+        f"max tokens {req.get('max_tokens')}",
+    ]
     if now.get("model_hash"):
         parts.append(f"model {str(now['model_hash'])[:19]}…")
     for key, label in (("dtype", "dtype"), ("vllm_version", "vLLM")):
@@ -63,8 +66,9 @@ def render_text(replay: Replay) -> str:
     lines += [f"  not comparable: {reason}" for reason in replay.reasons]
     lines += [f"  caveat: {caveat}" for caveat in replay.caveats]
     for label, answer, reasoning, count in (
-            ("stored", replay.stored_answer, replay.stored_reasoning, replay.stored_tokens),
-            ("replay", replay.new_answer, replay.new_reasoning, replay.new_tokens)):
+        ("stored", replay.stored_answer, replay.stored_reasoning, replay.stored_tokens),
+        ("replay", replay.new_answer, replay.new_reasoning, replay.new_tokens),
+    ):
         lines += ["", f"--- {label} answer ({_tokens(count)})"]
         if reasoning:
             lines += ["[reasoning]", reasoning.strip(), "[answer]"]
@@ -93,12 +97,14 @@ def render_markdown(replay: Replay) -> str:
     if replay.verdict == "identical":
         lines += ["", f"The replay ({_tokens(replay.new_tokens)}) is word for word the stored answer above."]
         return "\n".join(lines)
-    lines += ["", f"**Replay** ({_tokens(replay.new_tokens)}; stored: {_tokens(replay.stored_tokens)})",
-              _fenced(replay.new_answer)]
+    lines += [
+        "",
+        f"**Replay** ({_tokens(replay.new_tokens)}; stored: {_tokens(replay.stored_tokens)})",
+        _fenced(replay.new_answer),
+    ]
     if replay.new_answer != replay.stored_answer:
         common, diff = word_diff(replay.stored_answer, replay.new_answer)
-        lines += ["", f"**Where they differ** (the first {common} words agree; [-stored-] {{+replay+}})",
-                  _fenced(diff)]
+        lines += ["", f"**Where they differ** (the first {common} words agree; [-stored-] {{+replay+}})", _fenced(diff)]
     if replay.new_reasoning != replay.stored_reasoning:
         common, _ = word_diff(replay.stored_reasoning, replay.new_reasoning)
         lines += ["", f"The reasoning differs too (the first {common} words agree)."]
@@ -121,8 +127,10 @@ def replay_command(settings: Settings, answer_id: str, *, as_json: bool = False)
     except (ChatAppError, sqlite3.Error) as err:
         hint = ""
         if isinstance(err, BackendRejected) and not settings.api_key.get_secret_value():
-            hint = (" RCHAT_API_KEY is not set and no app running under these settings (./start_service.sh) "
-                    "left its key: set RCHAT_API_KEY to the server's key, or use the Replay button.")
+            hint = (
+                " RCHAT_API_KEY is not set and no app running under these settings (./start_service.sh) "
+                "left its key: set RCHAT_API_KEY to the server's key, or use the Replay button."
+            )
         print(f"error: {err}{hint}", file=sys.stderr)
         return 2
     print(json.dumps(result.as_dict(), ensure_ascii=False, indent=2) if as_json else render_text(result))

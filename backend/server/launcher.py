@@ -20,7 +20,6 @@ import concurrent.futures
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -32,13 +31,15 @@ from backend.engine.vllm_command import LaunchSpec
 from backend.errors import ChatAppError
 from backend.model_info import model_files_hash
 from backend.server import self_test
+from backend.server.console import ProgressPrinter, say
 from backend.server.page_pool import PagePool, plan
 from backend.server.restart_policy import RestartPolicy
 from backend.server.supervision import Hooks, State, Supervised
-from backend.server.supervisor import STOP_GRACE, Progress, VLLMServer
+from backend.server.supervisor import STOP_GRACE, VLLMServer
+from backend.server.watchdog_link import WatchdogLink
 from backend.server_status import BackendStatus, key_file, remove_key, write_key, write_status
 from backend.server_status import State as PublishedState
-from backend.settings import PROJECT_ROOT, Settings
+from backend.settings import Settings
 
 TICK = 0.5  # seconds between looks at the children; also the longest a stop request waits
 
@@ -48,46 +49,52 @@ Preflight = Callable[[Settings], list[str]]
 """Run each time vLLM answers /health (see supervision.py): None keeps it; a reason starts it again."""
 
 
-def say(text: str) -> None:
-    print(f"[start] {text}", file=sys.stderr, flush=True)
-
-
-class ProgressPrinter:
-    """Prints a line when the phase changes, and every 10 s, so a slow start never looks hung."""
-
-    def __init__(self, publish: Callable[[str], None]) -> None:
-        self.last_phase, self.last_time, self.publish = "", 0.0, publish
-
-    def __call__(self, progress: Progress) -> None:
-        if progress.phase != self.last_phase or progress.elapsed - self.last_time >= 10:
-            say(f"{progress.elapsed:5.0f} s  vLLM: {progress.phase}")
-            self.last_phase, self.last_time = progress.phase, progress.elapsed
-            self.publish(progress.phase)
-
-
 class Launcher:
-    def __init__(self, settings: Settings, *, with_ui: bool = True, launch: LaunchSpec | None = None,
-                 page_argv: list[str] | None = None, after_healthy: AfterHealthy | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        with_ui: bool = True,
+        launch: LaunchSpec | None = None,
+        page_argv: list[str] | None = None,
+        after_healthy: AfterHealthy | None = None,
+    ) -> None:
         self.settings, self.with_ui = settings, with_ui
         self.preflight: Preflight = lambda _settings: []  # run() sets the CLI's (the history's check)
         self.started = time.monotonic()
         self.stop_signal: int | None = None
         self.state = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
-        self.watchdog = self._start_watchdog()
+        self.watchdog = WatchdogLink.start()
         self.warning = ""  # from the start-up self-test: shown on the page while the server runs
         self.engine: dict = {}  # what was launched, for the answers' stamps; empty in external mode
         self.model_hash: concurrent.futures.Future | None = None  # hashed while vLLM starts
         self.phase_since = time.time()
         self.announced: set[str] = set()  # the one-time console lines already said ("page", "ready")
-        hooks = Hooks(say=say, spawned=lambda pid: self._tell_watchdog(f"+{pid}"),
-                      reaped=lambda pid: self._tell_watchdog(f"-{pid}"), changed=self._changed)
+        hooks = self._hooks()
         self.server = VLLMServer(settings, launch=launch, on_progress=ProgressPrinter(self._publish_starting))
-        self.vllm = Supervised(self.server, RestartPolicy(settings.max_restarts, settings.restart_window), hooks,
-                               after_ready=lambda: (after_healthy or self._self_test)(self.server))
+        self.vllm = Supervised(
+            self.server,
+            RestartPolicy(settings.max_restarts, settings.restart_window),
+            hooks,
+            after_ready=lambda: (after_healthy or self._self_test)(self.server),
+        )
         # One page process, or RCHAT_PAGE_WORKERS of them behind HAProxy (backend/server/page_pool.py).
-        self.pages = PagePool(settings, plan(settings, self.server.launch.device), argv=page_argv, hooks=hooks,
-                              env={**os.environ, "RCHAT_API_KEY": self.server.api_key, "PYTHONUNBUFFERED": "1"})
+        self.pages = PagePool(
+            settings,
+            plan(settings, self.server.launch.device),
+            argv=page_argv,
+            hooks=hooks,
+            env={**os.environ, "RCHAT_API_KEY": self.server.api_key, "PYTHONUNBUFFERED": "1"},
+        )
         self.page = self.pages.pages[0]  # the one page of a plain start
+
+    def _hooks(self) -> Hooks:
+        return Hooks(
+            say=say,
+            spawned=lambda pid: self.watchdog.tell(f"+{pid}"),
+            reaped=lambda pid: self.watchdog.tell(f"-{pid}"),
+            changed=self._changed,
+        )
 
     def request_stop(self, signum: int) -> None:
         """What the signal handlers call: the loop sees it within one tick, whatever it was doing."""
@@ -100,8 +107,16 @@ class Launcher:
         since = self.state.since if state == self.state.state else now
         if phase != self.state.phase or state != self.state.state:
             self.phase_since = now
-        self.state = BackendStatus(state=state, phase=phase, message=message, since=since, pid=os.getpid(),
-                                   engine=self.engine, warning=self.warning, phase_since=self.phase_since)
+        self.state = BackendStatus(
+            state=state,
+            phase=phase,
+            message=message,
+            since=since,
+            pid=os.getpid(),
+            engine=self.engine,
+            warning=self.warning,
+            phase_since=self.phase_since,
+        )
         write_status(self.settings.status_file, self.state)
 
     def _self_test(self, server: VLLMServer) -> str | None:
@@ -145,8 +160,10 @@ class Launcher:
         shown = "localhost" if self.settings.ui_host in ("127.0.0.1", "0.0.0.0") else self.settings.ui_host
         url, took = f"http://{shown}:{self.settings.ui_port}", time.monotonic() - self.started
         if "page" not in self.announced and not self.vllm.ever_ready:
-            say(f"chat page up at {url} after {took:.1f} s: it shows how vLLM's start goes, and questions asked "
-                "there are answered once vLLM is ready (Ctrl-C stops everything)")
+            say(
+                f"chat page up at {url} after {took:.1f} s: it shows how vLLM's start goes, and questions asked "
+                "there are answered once vLLM is ready (Ctrl-C stops everything)"
+            )
         self.announced.add("page")
         if "ready" not in self.announced and self.vllm.ever_ready:
             self.announced.add("ready")
@@ -179,20 +196,6 @@ class Launcher:
 
         self.model_hash = future
         threading.Thread(target=work, name="model-hash", daemon=True).start()
-
-    # --- the watchdog ---
-    def _start_watchdog(self) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "backend.server.watchdog"], stdin=subprocess.PIPE,
-                                cwd=PROJECT_ROOT, start_new_session=True, text=True)
-
-    def _tell_watchdog(self, line: str) -> None:
-        if self.watchdog.stdin is None:
-            return
-        try:
-            self.watchdog.stdin.write(line + "\n")
-            self.watchdog.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass
 
     # --- the steps ---
     def run(self) -> int:
@@ -271,7 +274,7 @@ class Launcher:
         if self.state.state != "failed":
             self._publish("stopped")
         remove_key(key_file(self.settings.status_file), os.getpid())
-        self._tell_watchdog("exit")
+        self.watchdog.tell("exit")
         try:
             self.watchdog.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -279,8 +282,13 @@ class Launcher:
         say("all stopped")
 
 
-def run(settings: Settings, *, with_ui: bool = True, after_healthy: AfterHealthy | None = None,
-        preflight: Preflight = lambda _settings: []) -> int:
+def run(
+    settings: Settings,
+    *,
+    with_ui: bool = True,
+    after_healthy: AfterHealthy | None = None,
+    preflight: Preflight = lambda _settings: [],
+) -> int:
     """Entry point: install signal handlers (only here) and run the launcher."""
     launcher = Launcher(settings, with_ui=with_ui, after_healthy=after_healthy)
     launcher.preflight = preflight

@@ -68,8 +68,10 @@ def plan(settings: Settings, device: str, haproxy: str | None = None) -> Plan:
         return Plan([settings.ui_port])
     haproxy = haproxy or find_haproxy()
     if haproxy is None:
-        return Plan([settings.ui_port], note=f"{wanted} chat page processes need HAProxy, which is not installed "
-                                              f"({INSTALL_HINT}); running one")
+        return Plan(
+            [settings.ui_port],
+            note=f"{wanted} chat page processes need HAProxy, which is not installed ({INSTALL_HINT}); running one",
+        )
     return Plan(internal_ports(wanted, {settings.ui_port, settings.vllm_port}), haproxy)
 
 
@@ -80,27 +82,43 @@ class ListensOnPort(Protocol):
 class PagePool:
     """The page processes (and HAProxy in front of several), ticked by the launcher's loop."""
 
-    def __init__(self, settings: Settings, layout: Plan, *, env: dict[str, str], hooks: Hooks,
-                 argv: list[str] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, layout: Plan, *, env: dict[str, str], hooks: Hooks, argv: list[str] | None = None
+    ) -> None:
         self.settings, self.plan = settings, layout
-        self.pages = [self._supervised(self._page(i, port, env, argv), hooks)
-                      for i, port in enumerate(layout.ports, start=1)]
+        self.pages = [
+            self._supervised(self._page(i, port, env, argv), hooks) for i, port in enumerate(layout.ports, start=1)
+        ]
         self.balancer: Supervised | None = None
         if layout.haproxy is not None:
-            balancer = Balancer(executable=layout.haproxy, host=settings.ui_host, port=settings.ui_port,
-                                pages=layout.ports, log_dir=settings.log_dir,
-                                startup_timeout=settings.ui_startup_timeout)
+            balancer = Balancer(
+                executable=layout.haproxy,
+                host=settings.ui_host,
+                port=settings.ui_port,
+                pages=layout.ports,
+                log_dir=settings.log_dir,
+                startup_timeout=settings.ui_startup_timeout,
+            )
             self.balancer = self._supervised(balancer, hooks)
 
     def _page(self, index: int, port: int, env: dict[str, str], argv: list[str] | None) -> ChatPage:
         count = self.plan.count
         if count == 1:
-            return ChatPage(host=self.settings.ui_host, port=port, argv=argv, env=env,
-                            log_path=self.settings.log_dir / f"ui-{port}.log",
-                            startup_timeout=self.settings.ui_startup_timeout)
-        page = ChatPage(host="127.0.0.1", port=port, env={**env, PAGE_REPLICA_ENV: f"{index}/{count}"},
-                        log_path=self.settings.log_dir / f"ui-{self.settings.ui_port}-page{index}.log",
-                        startup_timeout=self.settings.ui_startup_timeout)
+            return ChatPage(
+                host=self.settings.ui_host,
+                port=port,
+                argv=argv,
+                env=env,
+                log_path=self.settings.log_dir / f"ui-{port}.log",
+                startup_timeout=self.settings.ui_startup_timeout,
+            )
+        page = ChatPage(
+            host="127.0.0.1",
+            port=port,
+            env={**env, PAGE_REPLICA_ENV: f"{index}/{count}"},
+            log_path=self.settings.log_dir / f"ui-{self.settings.ui_port}-page{index}.log",
+            startup_timeout=self.settings.ui_startup_timeout,
+        )
         page.name = f"chat page {index} of {count}"
         return page
 
@@ -114,10 +132,14 @@ class PagePool:
     def describe(self) -> str:
         """The start-up line saying how the page runs."""
         if self.balancer is None:
-            return f"chat page: 1 process on :{self.settings.ui_port}" + (f" ({self.plan.note})" if self.plan.note else "")
+            return f"chat page: 1 process on :{self.settings.ui_port}" + (
+                f" ({self.plan.note})" if self.plan.note else ""
+            )
         ports = ", ".join(str(p) for p in self.plan.ports)
-        return (f"chat page: {self.plan.count} processes behind HAProxy on :{self.settings.ui_port} "
-                f"(internal ports {ports})")
+        return (
+            f"chat page: {self.plan.count} processes behind HAProxy on :{self.settings.ui_port} "
+            f"(internal ports {ports})"
+        )
 
     def front(self) -> Supervised:
         """What users reach on RCHAT_UI_PORT: HAProxy, or the one page."""

@@ -26,9 +26,16 @@ def spawn_group(argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Pa
     """Start argv as the leader of a new process group, output appended to log_path."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        return subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_die_with_parent)
+        return subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
 
 
 def group_members(pgid: int) -> list[psutil.Process]:

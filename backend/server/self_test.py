@@ -25,8 +25,10 @@ from backend.server.supervisor import VLLMServer
 # answer token well ahead of the next likeliest: a known answer must not hang on rounding, or a right
 # setup is taken for a broken one (the plain "What is the capital of France?" is a near tie; the
 # margins are in docs/benchmark.md, "near tie"). Two lengths, since a kernel fault can depend on it.
-PROMPTS = ("Please answer in one short sentence: what is the capital of France?",
-           "For a school project about European countries, I need to know the capital of France. What is it?")
+PROMPTS = (
+    "Please answer in one short sentence: what is the capital of France?",
+    "For a school project about European countries, I need to know the capital of France. What is it?",
+)
 EXPECTED = "paris"
 MIN_PROMPT_TOKENS = 33  # the reported fault showed above 32 prompt tokens; a shorter test would prove nothing
 ANSWER_TIMEOUT = 180.0  # a loaded 2-core machine can take a minute for the first answer
@@ -55,11 +57,11 @@ def ask(url: str, api_key: str, model: str, *, timeout: float = ANSWER_TIMEOUT) 
 
 def ask_one(url: str, api_key: str, model: str, prompt: str, *, timeout: float = ANSWER_TIMEOUT) -> Verdict:
     """One test question; right when the answer names Paris and the prompt was long enough to tell."""
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}],
-            "temperature": 0, "max_tokens": 40}
+    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0, "max_tokens": 40}
     try:
-        reply = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=timeout,
-                           headers={"Authorization": f"Bearer {api_key}"})
+        reply = httpx.post(
+            f"{url}/v1/chat/completions", json=body, timeout=timeout, headers={"Authorization": f"Bearer {api_key}"}
+        )
         reply.raise_for_status()
         data = reply.json()
         answer = data["choices"][0]["message"]["content"] or ""
@@ -67,11 +69,19 @@ def ask_one(url: str, api_key: str, model: str, prompt: str, *, timeout: float =
     except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
         return Verdict(ok=False, problem=f"the test question got no answer ({type(exc).__name__}: {exc})")
     if EXPECTED not in answer.lower():
-        return Verdict(ok=False, answer=answer, prompt_tokens=tokens,
-                       problem=f"asked the capital of France in a {tokens}-token prompt, it answered {answer[:80]!r}")
+        return Verdict(
+            ok=False,
+            answer=answer,
+            prompt_tokens=tokens,
+            problem=f"asked the capital of France in a {tokens}-token prompt, it answered {answer[:80]!r}",
+        )
     if tokens < MIN_PROMPT_TOKENS:
-        return Verdict(ok=True, answer=answer, prompt_tokens=tokens,
-                       problem=f"the prompt was only {tokens} tokens, too short to catch the long-prompt fault")
+        return Verdict(
+            ok=True,
+            answer=answer,
+            prompt_tokens=tokens,
+            problem=f"the prompt was only {tokens} tokens, too short to catch the long-prompt fault",
+        )
     return Verdict(ok=True, answer=answer, prompt_tokens=tokens)
 
 
@@ -106,16 +116,22 @@ def after_healthy(server: VLLMServer, *, say: Callable[[str], None]) -> tuple[st
     if amx_workaround_applies(server):
         server.settings = server.settings.model_copy(update={"onednn_amx": False})
         server.launch = build_launch(server.settings, api_key=server.api_key)
-        return (f"self-test failed in bfloat16 with oneDNN's AMX kernels ({verdict.problem}); "
-                "starting it again with oneDNN kept off AMX"), ""
+        return (
+            f"self-test failed in bfloat16 with oneDNN's AMX kernels ({verdict.problem}); "
+            "starting it again with oneDNN kept off AMX"
+        ), ""
     if server.settings.dtype != "auto" or server.launch.dtype == FALLBACK_DTYPE:
-        warning = f"The model's answers are probably wrong: the start-up self-test in {dtype} failed ({verdict.problem})."
+        warning = (
+            f"The model's answers are probably wrong: the start-up self-test in {dtype} failed ({verdict.problem})."
+        )
         if server.settings.dtype not in ("auto", FALLBACK_DTYPE):
             warning += " RCHAT_DTYPE is set; unset it to let the app choose, or set RCHAT_DTYPE=float32."
         say(f"warning: {warning}")
         return None, warning
     server.settings = server.settings.model_copy(update={"dtype": FALLBACK_DTYPE})
     server.launch = build_launch(server.settings, api_key=server.api_key)
-    note = (f"The model runs in {FALLBACK_DTYPE} (slower) because in {dtype} it answered a test question "
-            f"wrong at start-up ({verdict.problem}).")
+    note = (
+        f"The model runs in {FALLBACK_DTYPE} (slower) because in {dtype} it answered a test question "
+        f"wrong at start-up ({verdict.problem})."
+    )
     return f"self-test failed in {dtype} ({verdict.problem}); starting it in {FALLBACK_DTYPE}", note

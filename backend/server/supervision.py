@@ -74,8 +74,9 @@ class Hooks:
 
 
 class Supervised:
-    def __init__(self, child: Child, policy: RestartPolicy, hooks: Hooks, *,
-                 after_ready: AfterReady | None = None) -> None:
+    def __init__(
+        self, child: Child, policy: RestartPolicy, hooks: Hooks, *, after_ready: AfterReady | None = None
+    ) -> None:
         self.child, self.policy, self.hooks, self.after_ready = child, policy, hooks, after_ready
         self.state = State.STOPPED
         self.ever_ready = False
@@ -183,14 +184,18 @@ class Supervised:
         self.reason = reason
         if decision.restart:
             self.restart_at = time.monotonic() + decision.delay
-            self.hooks.say(f"{self.name} {reason}; restarting in {decision.delay:.0f} s "
-                           f"(crash {decision.crashes}; {self.policy.describe_limit()})")
+            self.hooks.say(
+                f"{self.name} {reason}; restarting in {decision.delay:.0f} s "
+                f"(crash {decision.crashes}; {self.policy.describe_limit()})"
+            )
             self._set(State.BACKOFF)
             return
         times = "once" if decision.crashes == 1 else f"{decision.crashes} times"
-        self.reason = (f"{self.name} crashed {times} in {self.policy.window:.0f} s "
-                       f"(last: {reason}); giving up. Check {self.child.log_path}, then restart with "
-                       "./start_service.sh.")
+        self.reason = (
+            f"{self.name} crashed {times} in {self.policy.window:.0f} s "
+            f"(last: {reason}); giving up. Check {self.child.log_path}, then restart with "
+            "./start_service.sh."
+        )
         self.hooks.say(f"error: {self.reason}\nThe end of its log:\n{tail}")
         self._set(State.GAVE_UP)
 

@@ -19,21 +19,8 @@ from pathlib import Path
 
 from backend.engine.cpu_compile import INDUCTOR_ENV
 from backend.engine.vllm_command import LaunchSpec, build_launch, model_problem, server_environ
-from backend.errors import (
-    ModelNotUsable,
-    PortBusy,
-    ServerExited,
-    ServerStartError,
-    StartupTimeout,
-)
-from backend.readiness import (
-    Awaited,
-    Outcome,
-    Verdict,
-    never_gone,
-    process_gone,
-    wait_ready,
-)
+from backend.errors import ModelNotUsable, PortBusy, ServerExited, ServerStartError, StartupTimeout
+from backend.readiness import Awaited, Outcome, Verdict, never_gone, process_gone, wait_ready
 from backend.server import compile_cache, processes
 from backend.settings import Settings, new_api_key
 
@@ -87,9 +74,15 @@ def phase_of(log_text: str, current: str = "launching") -> str:
 class VLLMServer:
     """Owns one vLLM server process group (or, in external mode, just watches a URL)."""
 
-    def __init__(self, settings: Settings, *, api_key: str | None = None, log_path: Path | None = None,
-                 launch: LaunchSpec | None = None,
-                 on_progress: Callable[[Progress], None] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        api_key: str | None = None,
+        log_path: Path | None = None,
+        launch: LaunchSpec | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.api_key = api_key or settings.api_key.get_secret_value() or new_api_key()
         self.log_path = log_path or settings.log_dir / f"vllm-{settings.vllm_port}.log"
@@ -145,9 +138,11 @@ class VLLMServer:
             raise ModelNotUsable(f"Cannot start the model server: {problem}.")
         host, port = self.settings.vllm_host, self.settings.vllm_port
         if not processes.port_is_free(host, port):
-            raise PortBusy(f"Cannot start the model server: port {port} on {host} is already in use by "
-                           f"{processes.port_holder(port)}. Stop that process or set RCHAT_VLLM_PORT "
-                           "to a free port.")
+            raise PortBusy(
+                f"Cannot start the model server: port {port} on {host} is already in use by "
+                f"{processes.port_holder(port)}. Stop that process or set RCHAT_VLLM_PORT "
+                "to a free port."
+            )
 
     # --- what supervision needs (see backend/server/supervision.py) ---
     name = "vLLM"
@@ -155,17 +150,24 @@ class VLLMServer:
     def awaited(self) -> Awaited:
         """What "ready" means for the server just started: /health, within the start-up timeout."""
         assert self.started_at is not None, "start() first"
-        return Awaited(self.url_for("health"), self.settings.startup_timeout, started=self.started_at,
-                       gone=process_gone(self.proc) if self.proc is not None else never_gone)
+        return Awaited(
+            self.url_for("health"),
+            self.settings.startup_timeout,
+            started=self.started_at,
+            gone=process_gone(self.proc) if self.proc is not None else never_gone,
+        )
 
     def start_failure(self, outcome: Outcome) -> ServerStartError:
         if outcome.verdict is Verdict.TIMED_OUT:
             return StartupTimeout(
                 f"The model server did not become healthy within {self.settings.startup_timeout:.0f} s "
                 f"(last phase: {self.phase}). Raise RCHAT_STARTUP_TIMEOUT if the machine is slow.",
-                log_tail=self.log_tail())
-        return ServerExited(f"The model server {outcome.reason} before it was ready (phase: {self.phase}). "
-                            f"Its log is {self.log_path}.", log_tail=self.log_tail())
+                log_tail=self.log_tail(),
+            )
+        return ServerExited(
+            f"The model server {outcome.reason} before it was ready (phase: {self.phase}). Its log is {self.log_path}.",
+            log_tail=self.log_tail(),
+        )
 
     def on_wait(self, _outcome: Outcome) -> None:
         self._report_progress()
@@ -204,4 +206,3 @@ class VLLMServer:
             return None
         self.phase = "stopped"
         return processes.stop_group(proc, grace=grace)
-

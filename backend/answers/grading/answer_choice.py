@@ -13,9 +13,13 @@ from typing import cast
 from backend.answers.grading.answer_values import Reading, Value
 from backend.answers.grading.question_set import Question
 
-WORDS = {"bigger": ("bigger|larger|greater|higher|more|biggest|largest|greatest|highest",
-                    "smaller|less|lower|fewer|smallest|least|lowest"),
-         "youngest": ("youngest|younger", "oldest|older")}
+WORDS = {
+    "bigger": (
+        "bigger|larger|greater|higher|more|biggest|largest|greatest|highest",
+        "smaller|less|lower|fewer|smallest|least|lowest",
+    ),
+    "youngest": ("youngest|younger", "oldest|older"),
+}
 WORDS["smaller"] = WORDS["bigger"][::-1]
 VERB = r"(?:is|are|was|would be|will be)"
 
@@ -27,7 +31,7 @@ def mentions(question: Question, text: str) -> list[Value]:
         forms = {option, *(question.accept if option == question.expected else ())}
         for form in forms:
             for m in re.finditer(rf"(?<![\w.\-/]){re.escape(form)}(?![\w/]|\.\d)", text, re.IGNORECASE):
-                near = text[max(0, m.start() - 2):m.start()] + text[m.end():m.end() + 2]
+                near = text[max(0, m.start() - 2) : m.start()] + text[m.end() : m.end() + 2]
                 if not re.search(r"[-+*/×=÷]", near.replace(" -", " ") if form.startswith("-") else near):
                     found.append(Value(m.group(), option, m.start()))
     return sorted(found, key=lambda v: v.start)
@@ -38,8 +42,8 @@ def _claims(question: Question, text: str, found: list[Value]) -> list[str]:
     same, opposite = WORDS.get(question.direction, WORDS["bigger"])
     picked = []
     for i, v in enumerate(found):
-        after = text[v.start + len(v.text): found[i + 1].start if i + 1 < len(found) else len(text)]
-        before = text[found[i - 1].start + len(found[i - 1].text) if i else 0: v.start]
+        after = text[v.start + len(v.text) : found[i + 1].start if i + 1 < len(found) else len(text)]
+        before = text[found[i - 1].start + len(found[i - 1].text) if i else 0 : v.start]
         for word, flip in ((same, False), (opposite, True)):
             says = re.match(rf"\W*{VERB}\s+(?:the\s+|a\s+)?(not\s+)?(?:[\w.]+\s+)?(?:{word})\b", after, re.IGNORECASE)
             names = re.search(rf"\b(?:{word})\b(?:\s+\w+){{0,3}}\s*(?:{VERB}|:)\s*$", before, re.IGNORECASE)
@@ -84,16 +88,21 @@ def read_choice(question: Question, text: str, *, hedge: re.Pattern, marked: boo
 
 
 def _plainly_named(text: str, mention: Value) -> bool:
-    """"Carl.", "It is 9.8.": the option is the sentence's point, not a passing mention ("subtract -3 from 3")."""
+    """ "Carl.", "It is 9.8.": the option is the sentence's point, not a passing mention ("subtract -3 from 3")."""
     short = len(re.findall(r"\w+", text)) <= 6
-    return short or re.search(r"\b(?:is|are|it's)\s*(?:the\s+)?$", text[:mention.start]) is not None
+    return short or re.search(r"\b(?:is|are|it's)\s*(?:the\s+)?$", text[: mention.start]) is not None
 
 
 def _outside_options(question: Question, text: str, *, marked: bool) -> Reading | None:
     """An answer that is none of the options: "The answer is 1.11", "The youngest brother is Elsa"."""
     same = WORDS.get(question.direction, WORDS["bigger"])[0]
-    named = re.search(rf"\b(?:{same})\b(?:\s+\w+){{0,2}}\s+{VERB}\s+(?!the\b|a\b|not\b)([A-Z]\w*(?:\s+[A-Z]\w*)?)", text)
+    named = re.search(
+        rf"\b(?:{same})\b(?:\s+\w+){{0,2}}\s+{VERB}\s+(?!the\b|a\b|not\b)([A-Z]\w*(?:\s+[A-Z]\w*)?)", text
+    )
     other = re.search(r"-?\d+(?:[./]\d+)?", text) if marked else None
     found = named or other
-    return Reading(Value(found.group(found.lastindex or 0), found.group(found.lastindex or 0), found.start())) \
-        if found else None
+    return (
+        Reading(Value(found.group(found.lastindex or 0), found.group(found.lastindex or 0), found.start()))
+        if found
+        else None
+    )

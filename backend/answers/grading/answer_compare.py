@@ -20,8 +20,11 @@ from backend.answers.grading.answer_values import Reading
 from backend.answers.grading.question_set import Question
 
 NUMERIC_KINDS = ("number", "money", "duration")
-HEDGE = re.compile(r"\b(?:or|either|could be|might be|may be|maybe|perhaps|possibly|not sure|unsure|"
-                   r"depends|approximately|around|about)\b", re.IGNORECASE)
+HEDGE = re.compile(
+    r"\b(?:or|either|could be|might be|may be|maybe|perhaps|possibly|not sure|unsure|"
+    r"depends|approximately|around|about)\b",
+    re.IGNORECASE,
+)
 # An answer that is still an expression in an unknown: "The answer is x + 1.00."
 UNSOLVED = re.compile(r"^\W*\$?\d*[xyn]\b(?!\s*=)", re.IGNORECASE)
 YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
@@ -122,8 +125,11 @@ def _owner(question: Question, text: str, value: av.Value) -> str | None:
     cuts = [m.start() for m in CLAUSE_END.finditer(text)]
     start = max((c for c in cuts if c < value.start), default=0)
     end = min((c for c in cuts if c >= value.start + len(value.text)), default=len(text))
-    words = [(m.start(), w) for w in (*question.about, *question.not_about)
-             for m in re.finditer(rf"\b{re.escape(w)}\b", text[start:end], re.IGNORECASE)]
+    words = [
+        (m.start(), w)
+        for w in (*question.about, *question.not_about)
+        for m in re.finditer(rf"\b{re.escape(w)}\b", text[start:end], re.IGNORECASE)
+    ]
     before = [(at, w) for at, w in words if start + at < value.start]
     after = [(at, w) for at, w in words if start + at >= value.start]
     return max(before)[1] if before else min(after)[1] if after else None

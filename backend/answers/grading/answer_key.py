@@ -16,8 +16,11 @@ from backend.answers.grading.answer_values import Reading
 from backend.answers.grading.question_set import Question, load_questions
 
 OUTCOMES = ("correct", "incorrect", "unclear")
-UNSETTLED = {"hedges": "the final answer names more than one answer", "unsolved": "the final answer is no value",
-             "cut off": "the answer was cut off before it stated a final answer"}
+UNSETTLED = {
+    "hedges": "the final answer names more than one answer",
+    "unsolved": "the final answer is no value",
+    "cut off": "the answer was cut off before it stated a final answer",
+}
 
 
 @dataclass(frozen=True)
@@ -41,15 +44,17 @@ class Grade:
         if self.read is not None:
             return f"Answer key: {self.outcome} — final answer read as {_short(self.read)}; expected {self.expected}"
         if self.found_in is not None:
-            return f"Answer key: unclear — {UNSETTLED.get(self.how or '', UNSETTLED['hedges'])} " \
-                   f"(“{_short(self.found_in)}”); expected {self.expected}"
+            return (
+                f"Answer key: unclear — {UNSETTLED.get(self.how or '', UNSETTLED['hedges'])} "
+                f"(“{_short(self.found_in)}”); expected {self.expected}"
+            )
         if self.how == "cut off":
             return f"Answer key: unclear — {UNSETTLED['cut off']}; expected {self.expected}"
         return f"Answer key: unclear — no final answer found; expected {self.expected}"
 
 
 def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _normal(text: str) -> str:
@@ -63,7 +68,7 @@ def find_question(text: str) -> Question | None:
 
 def _repeated(question: Question, answer_text: str, times: int = 3) -> final_answer.FinalAnswer | None:
     """A cut-off answer stuck repeating one answer ("2 cookies each." x 20) has settled on it."""
-    last = final_answer.sentences(final_answer.clean(answer_text))[-times - 1:-1]  # the very last may be cut
+    last = final_answer.sentences(final_answer.clean(answer_text))[-times - 1 : -1]  # the very last may be cut
     readings = [answer_compare.read(question, s) for s in last]
     keys = {r.value.key for r in readings if r is not None and r.value is not None}
     if len(last) == times and all(r is not None and r.value is not None for r in readings) and len(keys) == 1:
@@ -88,8 +93,12 @@ def grade(question: Question, answer_text: str, *, cut_off: bool = False) -> Gra
         if cut_off and how not in ("boxed", "marked"):
             return None
         reading = answer_compare.read(question, part, marked=how in ("boxed", "marked"))
-        if reading is None and how == "conclusion" and question.kind not in answer_compare.NUMERIC_KINDS \
-                and answer_compare.names_values(question, part):
+        if (
+            reading is None
+            and how == "conclusion"
+            and question.kind not in answer_compare.NUMERIC_KINDS
+            and answer_compare.names_values(question, part)
+        ):
             # "So, Wednesday ... and Friday is Monday": it concludes on no one answer. (Numbers in a
             # conclusion are often working, "So, 25% of 80 is 0.25 * 80", so those are read on.)
             return Reading(None, "hedges")

@@ -17,18 +17,27 @@ from typing import Generic, TypeVar
 
 BOXED = re.compile(r"\\boxed\s*\{")
 # "The final answer is", "Answer:", "the answer is", "my answer would be": the text names its answer.
-MARKER = re.compile(r"\b(?:final answer|(?:the|my|correct|short) answer|answer)\s*(?:is|would be|:|=|-)\s*:?"
-                    r"|^\s*answer\b\W*", re.IGNORECASE | re.MULTILINE)
+MARKER = re.compile(
+    r"\b(?:final answer|(?:the|my|correct|short) answer|answer)\s*(?:is|would be|:|=|-)\s*:?"
+    r"|^\s*answer\b\W*",
+    re.IGNORECASE | re.MULTILINE,
+)
 # "9.81 is the answer", "5 cents is the final answer": the marker comes after the value.
 MARKER_AFTER = re.compile(r"\bis\s+(?:the|my|our)\s+(?:final\s+|correct\s+)?answer\b", re.IGNORECASE)
 # Sentences that conclude: "So, ...", "Therefore ...", "In conclusion, ...".
-CONCLUSION = re.compile(r"^\W*(?:so|therefore|thus|hence|in conclusion|in summary|in total|in this case|finally|"
-                        r"this means|that means)\b", re.IGNORECASE)
+CONCLUSION = re.compile(
+    r"^\W*(?:so|therefore|thus|hence|in conclusion|in summary|in total|in this case|finally|"
+    r"this means|that means)\b",
+    re.IGNORECASE,
+)
 # Words with which a sentence takes back what the text said before ("Wait, ...", "Hmm, actually ...");
 # inside a sentence they change nothing ("Tuesday is actually Monday").
-CHANGE = re.compile(r"(?:^|(?<=[.!?])\s+)\W*(?:(?:but|hmm+|oh|no|ok(?:ay)?)\W+)?(?:wait|actually|on second thought|"
-                    r"correction|i made a mistake|i was wrong|that'?s (?:not right|wrong|incorrect)|"
-                    r"let me (?:re-?check|reconsider|recount|recalculate|correct))\b", re.IGNORECASE | re.MULTILINE)
+CHANGE = re.compile(
+    r"(?:^|(?<=[.!?])\s+)\W*(?:(?:but|hmm+|oh|no|ok(?:ay)?)\W+)?(?:wait|actually|on second thought|"
+    r"correction|i made a mistake|i was wrong|that'?s (?:not right|wrong|incorrect)|"
+    r"let me (?:re-?check|reconsider|recount|recalculate|correct))\b",
+    re.IGNORECASE | re.MULTILINE,
+)
 # A sentence ends at . ! ? followed by a space, or at a line break (the dot of 9.8 has no space after it).
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 MARKUP = re.compile(r"\*\*|__|`|^#+\s*|\\[()\[\]]|\$\$", re.MULTILINE)
@@ -72,12 +81,14 @@ def last_boxed(text: str) -> str | None:
 def after_last_change(text: str) -> str:
     """What follows the last change of mind, or the whole text if it never changes it."""
     changes = list(CHANGE.finditer(text))
-    return text[changes[-1].start():] if changes else text
+    return text[changes[-1].start() :] if changes else text
 
 
 def marked(text: str) -> Iterator[str]:
     """What an explicit answer marker names, the last marker first."""
-    found = [(m.end(), "after") for m in MARKER.finditer(text)] + [(m.start(), "before") for m in MARKER_AFTER.finditer(text)]
+    found = [(m.end(), "after") for m in MARKER.finditer(text)] + [
+        (m.start(), "before") for m in MARKER_AFTER.finditer(text)
+    ]
     for at, side in sorted(found, reverse=True):
         if side == "after":
             rest = sentences(text[at:])

@@ -33,10 +33,20 @@ class Question:
 def _question(q: dict[str, Any]) -> Question:
     if q.get("kind", "word") not in KINDS:
         raise ValueError(f"question {q['id']}: unknown kind {q.get('kind')!r} (one of {', '.join(KINDS)})")
-    return Question(id=q["id"], label=q["label"], question=q["question"], expected=q["expected"],
-                    accept=tuple(q["accept"]), reject=tuple(q.get("reject", ())), starter=q.get("starter", False),
-                    kind=q.get("kind", "word"), options=tuple(q.get("options", ())), direction=q.get("direction", ""),
-                    about=tuple(q.get("about", ())), not_about=tuple(q.get("not_about", ())))
+    return Question(
+        id=q["id"],
+        label=q["label"],
+        question=q["question"],
+        expected=q["expected"],
+        accept=tuple(q["accept"]),
+        reject=tuple(q.get("reject", ())),
+        starter=q.get("starter", False),
+        kind=q.get("kind", "word"),
+        options=tuple(q.get("options", ())),
+        direction=q.get("direction", ""),
+        about=tuple(q.get("about", ())),
+        not_about=tuple(q.get("not_about", ())),
+    )
 
 
 @cache

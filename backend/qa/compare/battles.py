@@ -68,8 +68,10 @@ def parse_votes(text: str, *, source: str = "votes") -> list[Battle]:
         except CompareInputError as err:
             raise CompareInputError(f"{source}, line {number}: {err}") from None
     if not battles:
-        raise CompareInputError(f"{source} holds no votes: write one battle a line, "
-                                '{"a": NAME, "b": NAME, "winner": "a" | "b" | "tie" | "both_bad"}')
+        raise CompareInputError(
+            f"{source} holds no votes: write one battle a line, "
+            '{"a": NAME, "b": NAME, "winner": "a" | "b" | "tie" | "both_bad"}'
+        )
     return battles
 
 
@@ -94,8 +96,16 @@ def battles_from_records(records: list[dict[str, Any]]) -> list[Battle]:
             continue
         contenders = record.get("contenders") or {}
         try:
-            battles.append(battle_from({"a": contenders.get("A"), "b": contenders.get("B"),
-                                        "winner": record["vote"], "tag": record.get("tag")}))
+            battles.append(
+                battle_from(
+                    {
+                        "a": contenders.get("A"),
+                        "b": contenders.get("B"),
+                        "winner": record["vote"],
+                        "tag": record.get("tag"),
+                    }
+                )
+            )
         except CompareInputError as err:
             raise CompareInputError(f"stored battle record {number} (of {len(records)}): {err}") from None
     return battles
@@ -104,8 +114,12 @@ def battles_from_records(records: list[dict[str, Any]]) -> list[Battle]:
 def load_battle_records(source: Path | PgHistory) -> list[dict[str, Any]]:
     """Every record of kind "battle" in the history (the SQLite file, or PostgreSQL: qa.export's
     `history_source`), oldest first, read-only."""
-    rows = read_rows(source, """SELECT s.metadata FROM steps s JOIN threads t ON t.id = s."threadId"
-                                WHERE s.metadata LIKE '%"battle"%' ORDER BY t."createdAt", s."createdAt" """, {})
+    rows = read_rows(
+        source,
+        """SELECT s.metadata FROM steps s JOIN threads t ON t.id = s."threadId"
+                                WHERE s.metadata LIKE '%"battle"%' ORDER BY t."createdAt", s."createdAt" """,
+        {},
+    )
     found = [json.loads(row["metadata"] or "{}").get(RECORD_KEY) for row in rows]
     return [record for record in found if isinstance(record, dict) and record.get("kind") == "battle"]
 

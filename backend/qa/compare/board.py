@@ -41,8 +41,15 @@ def build_board(battles: list[Battle], *, rounds: int = 1000, seed: int | None =
         for row, col, scored in ((b.a, b.b, b.points_a), (b.b, b.a, 1.0 - b.points_a)):
             points[row, col] = points.get((row, col), 0.0) + scored
             counts[row, col] = counts.get((row, col), 0) + 1
-    standings = [Standing(name, rating, sum(n for (r, _), n in counts.items() if r == name),
-                          sum(p for (r, _), p in points.items() if r == name)) for name, rating in ratings.items()]
+    standings = [
+        Standing(
+            name,
+            rating,
+            sum(n for (r, _), n in counts.items() if r == name),
+            sum(p for (r, _), p in points.items() if r == name),
+        )
+        for name, rating in ratings.items()
+    ]
     return Board(len(battles), standings, points, counts, _notes(standings, counts))
 
 
@@ -51,9 +58,11 @@ def _notes(standings: list[Standing], counts: dict[tuple[str, str], int]) -> lis
     for s in standings:
         if s.points in (0.0, float(s.battles)):
             how = "never lost" if s.points else "never won"
-            notes.append(f"{s.player} {how} (not even a tie): its rating is kept finite only by a slight "
-                         f"regularization; read it as {'above' if s.points else 'below'} the rest, not as a distance "
-                         "(it also moves the mean that puts everyone around 1000)")
+            notes.append(
+                f"{s.player} {how} (not even a tie): its rating is kept finite only by a slight "
+                f"regularization; read it as {'above' if s.points else 'below'} the rest, not as a distance "
+                "(it also moves the mean that puts everyone around 1000)"
+            )
     groups = _groups([s.player for s in standings], counts)
     if len(groups) > 1:
         listed = "; ".join(", ".join(g) for g in groups)
@@ -80,9 +89,12 @@ def _groups(players: list[str], counts: dict[tuple[str, str], int]) -> list[list
 
 def board_json(board: Board) -> dict:
     """The machine-readable board: {"battles": N, "ratings": {name: {"rating", "low", "high"}}}, best first."""
-    return {"battles": board.battles,
-            "ratings": {s.player: {"rating": s.rating.rating, "low": s.rating.low, "high": s.rating.high}
-                        for s in board.standings}}
+    return {
+        "battles": board.battles,
+        "ratings": {
+            s.player: {"rating": s.rating.rating, "low": s.rating.low, "high": s.rating.high} for s in board.standings
+        },
+    }
 
 
 def board_text(board: Board, *, heading: str) -> str:
@@ -93,8 +105,10 @@ def board_text(board: Board, *, heading: str) -> str:
     lines = [heading, "", head, "-" * len(head)]
     for rank, s in enumerate(board.standings, start=1):
         r = s.rating
-        lines.append(f"{rank:>4}  {s.player:<{width}}  {r.rating:>6.0f}  {r.low:>6.0f} - {r.high:<6.0f}"
-                     f"{s.battles:>8}  {100 * s.win_rate:>7.0f}%")
+        lines.append(
+            f"{rank:>4}  {s.player:<{width}}  {r.rating:>6.0f}  {r.low:>6.0f} - {r.high:<6.0f}"
+            f"{s.battles:>8}  {100 * s.win_rate:>7.0f}%"
+        )
     lines += ["", "win rate of the row against the column (a tie counts half; '-': they never met):"]
     lines += _matrix(names, width, lambda row, col: _share(board, row, col))
     lines += ["", "battles between them:"]

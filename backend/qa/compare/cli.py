@@ -13,13 +13,7 @@ import sys
 from pathlib import Path
 
 from backend.errors import CompareInputError, HistoryUnavailable
-from backend.qa.compare.battles import (
-    Battle,
-    battles_from_records,
-    load_battle_records,
-    read_votes,
-    select,
-)
+from backend.qa.compare.battles import Battle, battles_from_records, load_battle_records, read_votes, select
 from backend.qa.compare.board import board_json, board_text, build_board
 from backend.qa.compare.runs import read_run
 from backend.qa.compare.runs_report import comparison_json, comparison_text
@@ -30,15 +24,27 @@ NO_BATTLES = "no battles stored yet"
 
 
 def board_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m backend qa board", description=(
-        "Bradley-Terry ratings (Elo scale, mean 1000) with 95% bootstrap intervals, from votes on battles"))
-    parser.add_argument("--votes", type=Path, help="JSONL, one battle a line: "
-                        '{"a": NAME, "b": NAME, "winner": "a"|"b"|"tie"|"both_bad", "tag": TAG}'
-                        " (default: the battles stored in the history)")
-    parser.add_argument("--json", action="store_true", help='print {"battles": N, "ratings": {NAME: '
-                        '{"rating", "low", "high"}}} only')
-    parser.add_argument("--exclude-ties", action="store_true",
-                        help="leave out ties and both-bad votes (else each counts half a win for both)")
+    parser = argparse.ArgumentParser(
+        prog="python -m backend qa board",
+        description=(
+            "Bradley-Terry ratings (Elo scale, mean 1000) with 95% bootstrap intervals, from votes on battles"
+        ),
+    )
+    parser.add_argument(
+        "--votes",
+        type=Path,
+        help="JSONL, one battle a line: "
+        '{"a": NAME, "b": NAME, "winner": "a"|"b"|"tie"|"both_bad", "tag": TAG}'
+        " (default: the battles stored in the history)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help='print {"battles": N, "ratings": {NAME: {"rating", "low", "high"}}} only'
+    )
+    parser.add_argument(
+        "--exclude-ties",
+        action="store_true",
+        help="leave out ties and both-bad votes (else each counts half a win for both)",
+    )
     parser.add_argument("--tag", help="only battles on questions with this tag")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap rounds (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the bootstrap (default: random)")
@@ -46,12 +52,17 @@ def board_parser() -> argparse.ArgumentParser:
 
 
 def compare_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m backend qa compare", description=(
-        "two accuracy runs (the JSON `qa run` writes) question by question, B against A"))
+    parser = argparse.ArgumentParser(
+        prog="python -m backend qa compare",
+        description=("two accuracy runs (the JSON `qa run` writes) question by question, B against A"),
+    )
     parser.add_argument("run_a", type=Path, help="run A's JSON (results/qa-run-*.json)")
     parser.add_argument("run_b", type=Path, help="run B's JSON")
-    parser.add_argument("--changed-only", action="store_true",
-                        help="list only questions whose result changed (the totals stay those of all)")
+    parser.add_argument(
+        "--changed-only",
+        action="store_true",
+        help="list only questions whose result changed (the totals stay those of all)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     return parser
 
@@ -77,8 +88,10 @@ def _stored_battles() -> list[Battle]:
 def _heading(battles: list[Battle], args: argparse.Namespace) -> str:
     tag = f" on questions tagged {args.tag}" if args.tag else ""
     ties = "ties (and both bad) left out" if args.exclude_ties else "a tie (or both bad) counts half a win for each"
-    return (f"{len(battles)} battle(s){tag}, {ties}. Bradley-Terry ratings on the Elo scale (mean 1000), "
-            f"95% intervals from {args.bootstrap} bootstrap rounds")
+    return (
+        f"{len(battles)} battle(s){tag}, {ties}. Bradley-Terry ratings on the Elo scale (mean 1000), "
+        f"95% intervals from {args.bootstrap} bootstrap rounds"
+    )
 
 
 def _why_none(battles: list[Battle], args: argparse.Namespace) -> str:

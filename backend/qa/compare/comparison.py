@@ -38,8 +38,13 @@ def cast(record: dict[str, Any], vote: str, *, reasons: list[str], comment: str,
     """The vote into a comparison's record (ValueError for a vote that is not one of VOTES)."""
     if vote not in VOTES:
         raise ValueError(f"a vote is one of {', '.join(VOTES)}")
-    record.update(vote=vote, user=user, voted_at=now_iso(), reasons=[r for r in reasons if r in REASONS],
-                  comment=comment.strip()[:2000])
+    record.update(
+        vote=vote,
+        user=user,
+        voted_at=now_iso(),
+        reasons=[r for r in reasons if r in REASONS],
+        comment=comment.strip()[:2000],
+    )
 
 
 @dataclass
@@ -55,16 +60,32 @@ class Comparison:
     def record(self, *, answer_ids: dict[str, str] | None = None) -> dict[str, Any]:
         """What is stored with the comparison's message (RECORD_KEY of its metadata)."""
         question = find_question(self.question)
-        answers = {label: {**result.record()["rchat"], "answer_id": (answer_ids or {}).get(label, ""),
-                           "stats_line": result.stats.summary(result.request.body.get("model", "")),
-                           "grade_line": result.grade.describe() if result.grade else "",
-                           "note": result.note(limit_setting=LIMIT_SETTING)}
-                   for label, result in self.results.items()}
+        answers = {
+            label: {
+                **result.record()["rchat"],
+                "answer_id": (answer_ids or {}).get(label, ""),
+                "stats_line": result.stats.summary(result.request.body.get("model", "")),
+                "grade_line": result.grade.describe() if result.grade else "",
+                "note": result.note(limit_setting=LIMIT_SETTING),
+            }
+            for label, result in self.results.items()
+        }
         return BattleRecord(
-            version=1, kind="battle", id=self.id, question=self.question, tag=question.id if question else None,
+            version=1,
+            kind="battle",
+            id=self.id,
+            question=self.question,
+            tag=question.id if question else None,
             contenders={label: c.name for label, c in self.shown.items()},
-            setups={label: c.model_dump() for label, c in self.shown.items()}, answers=answers, vote=None,
-            reasons=[], comment="", user="", started_at=self.started_at, voted_at=None).stored()
+            setups={label: c.model_dump() for label, c in self.shown.items()},
+            answers=answers,
+            vote=None,
+            reasons=[],
+            comment="",
+            user="",
+            started_at=self.started_at,
+            voted_at=None,
+        ).stored()
 
 
 def shuffled(pair: tuple[Contender, Contender], rng: random.Random | None = None) -> dict[str, Contender]:
@@ -72,15 +93,34 @@ def shuffled(pair: tuple[Contender, Contender], rng: random.Random | None = None
     return {"A": first, "B": second}
 
 
-async def run(comparison: Comparison, *, settings: Settings, sampling: Sampling,
-              client_for: Callable[[Settings], openai.AsyncOpenAI], observers: Mapping[str, AnswerObserver],
-              stop: Callable[[], bool], session_id: str | None = None, facts: FactsCache | None = None) -> None:
+async def run(
+    comparison: Comparison,
+    *,
+    settings: Settings,
+    sampling: Sampling,
+    client_for: Callable[[Settings], openai.AsyncOpenAI],
+    observers: Mapping[str, AnswerObserver],
+    stop: Callable[[], bool],
+    session_id: str | None = None,
+    facts: FactsCache | None = None,
+) -> None:
     """Both answers at once into `comparison.results`; a stop or a cancel ends both, kept as stopped."""
-    tasks = {label: asyncio.create_task(_answer(contender, settings=settings, sampling=sampling,
-                                                question=comparison.question, client_for=client_for,
-                                                observer=observers[label], stop=stop, session_id=session_id,
-                                                facts=facts))
-             for label, contender in comparison.shown.items()}
+    tasks = {
+        label: asyncio.create_task(
+            _answer(
+                contender,
+                settings=settings,
+                sampling=sampling,
+                question=comparison.question,
+                client_for=client_for,
+                observer=observers[label],
+                stop=stop,
+                session_id=session_id,
+                facts=facts,
+            )
+        )
+        for label, contender in comparison.shown.items()
+    }
     try:
         await asyncio.shield(asyncio.gather(*tasks.values()))
     except asyncio.CancelledError:  # Stop: each answer ends as "stopped", keeping what streamed
@@ -88,18 +128,30 @@ async def run(comparison: Comparison, *, settings: Settings, sampling: Sampling,
             task.cancel()
         await asyncio.gather(*tasks.values(), return_exceptions=True)
     # A task cancelled before its answer began has no outcome: that side simply stays empty.
-    comparison.results = {label: task.result() for label, task in tasks.items()
-                          if not task.cancelled() and task.exception() is None}
+    comparison.results = {
+        label: task.result() for label, task in tasks.items() if not task.cancelled() and task.exception() is None
+    }
 
 
-async def _answer(contender: Contender, *, settings: Settings, sampling: Sampling, question: str,
-                  client_for: Callable[[Settings], openai.AsyncOpenAI], observer: AnswerObserver,
-                  stop: Callable[[], bool], session_id: str | None, facts: FactsCache | None) -> AnswerOutcome:
+async def _answer(
+    contender: Contender,
+    *,
+    settings: Settings,
+    sampling: Sampling,
+    question: str,
+    client_for: Callable[[Settings], openai.AsyncOpenAI],
+    observer: AnswerObserver,
+    stop: Callable[[], bool],
+    session_id: str | None,
+    facts: FactsCache | None,
+) -> AnswerOutcome:
     """One contender's answer to the question, asked on its own (no earlier turns)."""
     own = contender.settings(settings)
     chosen = contender.sampling(sampling)
-    messages = ([{"role": "system", "content": chosen.system_prompt}] if chosen.system_prompt else []) + \
-        [{"role": "user", "content": question}]
-    request = new_request(own, chosen, messages, engine=await engine_facts(own, facts), question=question,
-                          session_id=session_id)
+    messages = ([{"role": "system", "content": chosen.system_prompt}] if chosen.system_prompt else []) + [
+        {"role": "user", "content": question}
+    ]
+    request = new_request(
+        own, chosen, messages, engine=await engine_facts(own, facts), question=question, session_id=session_id
+    )
     return await stream_answer(client_for(own), own, request, observer=observer, stop=stop)

@@ -37,8 +37,11 @@ class Contender(BaseModel):
     seed: int | None = Field(None, ge=0, lt=2**31)
 
     def sampling(self, current: Sampling) -> Sampling:
-        wanted = {k: getattr(self, k) for k in ("temperature", "top_p", "max_tokens", "system_prompt",
-                                                "thinking", "seed") if getattr(self, k) is not None}
+        wanted = {
+            k: getattr(self, k)
+            for k in ("temperature", "top_p", "max_tokens", "system_prompt", "thinking", "seed")
+            if getattr(self, k) is not None
+        }
         return replace(current, **wanted)
 
     def settings(self, app: Settings) -> Settings:
@@ -56,8 +59,10 @@ class Contender(BaseModel):
 # not chat (docs/second-model.md), so the second pair is two setups of the served model.
 BUILT_IN = {
     "samples": (Contender(name="current settings · sample 1"), Contender(name="current settings · sample 2")),
-    "greedy": (Contender(name="greedy (temperature 0)", temperature=0.0),
-               Contender(name="sampled (temperature 0.9)", temperature=0.9)),
+    "greedy": (
+        Contender(name="greedy (temperature 0)", temperature=0.0),
+        Contender(name="sampled (temperature 0.9)", temperature=0.9),
+    ),
 }
 
 
@@ -79,8 +84,10 @@ def load_pair(path: Path | None) -> tuple[Contender, Contender]:
         raise SettingsError(f"{path.name}: two contenders share a name; each needs its own")
     pair = data.get("pair") or names[:2]
     if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(names):
-        raise SettingsError(f"{path.name}: `pair` must name two different contenders defined in the file "
-                            f"(defined: {', '.join(names) or 'none'})")
+        raise SettingsError(
+            f"{path.name}: `pair` must name two different contenders defined in the file "
+            f"(defined: {', '.join(names) or 'none'})"
+        )
     by_name = {c.name: c for c in contenders}
     return by_name[pair[0]], by_name[pair[1]]
 

@@ -27,8 +27,20 @@ from backend.qa.compare.battles import TIES, load_battle_records
 from backend.qa.history_pg import PgHistory
 
 SIDES = {"a": ("A", "B"), "b": ("B", "A")}  # vote -> (chosen label, rejected label)
-CSV_COLUMNS = ("question", "contender A", "contender B", "vote", "winner", "reasons", "comment", "user",
-               "voted at", "answer A", "answer B", "battle id")
+CSV_COLUMNS = (
+    "question",
+    "contender A",
+    "contender B",
+    "vote",
+    "winner",
+    "reasons",
+    "comment",
+    "user",
+    "voted at",
+    "answer A",
+    "answer B",
+    "battle id",
+)
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet could run as a formula
 
 
@@ -54,8 +66,9 @@ class Tally:
 def _prompt(answer: dict[str, Any], question: str) -> list[dict[str, str]]:
     """The messages this answer was asked with, as role and content (the question alone if unstamped)."""
     sent = ((answer.get("stamp") or {}).get("request") or {}).get("messages") or []
-    messages = [{"role": str(m.get("role", "")), "content": _text(m.get("content"))}
-                for m in sent if isinstance(m, dict)]
+    messages = [
+        {"role": str(m.get("role", "")), "content": _text(m.get("content"))} for m in sent if isinstance(m, dict)
+    ]
     return messages or [{"role": "user", "content": question}]
 
 
@@ -68,10 +81,15 @@ def _reply(answer: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _facts(battle: dict[str, Any]) -> dict[str, Any]:
-    return {"vote": battle.get("vote"), "reasons": list(battle.get("reasons") or []),
-            "comment": battle.get("comment") or "", "battle_id": battle.get("id"),
-            "question": battle.get("question") or "", "user": battle.get("user") or "",
-            "voted_at": battle.get("voted_at")}
+    return {
+        "vote": battle.get("vote"),
+        "reasons": list(battle.get("reasons") or []),
+        "comment": battle.get("comment") or "",
+        "battle_id": battle.get("id"),
+        "question": battle.get("question") or "",
+        "user": battle.get("user") or "",
+        "voted_at": battle.get("voted_at"),
+    }
 
 
 def preference_pair(battle: dict[str, Any]) -> dict[str, Any]:
@@ -80,10 +98,18 @@ def preference_pair(battle: dict[str, Any]) -> dict[str, Any]:
     answers, names, question = battle["answers"], battle.get("contenders") or {}, battle.get("question") or ""
     chosen, rejected = answers[first], answers[second]
     prompt = _prompt(chosen, question)
-    return {"prompt": prompt, "chosen": _reply(chosen), "rejected": _reply(rejected),
-            "chosen_model": names.get(first), "rejected_model": names.get(second),
-            "chosen_stamp": chosen.get("stamp") or {}, "rejected_stamp": rejected.get("stamp") or {},
-            "same_prompt": prompt == _prompt(rejected, question), "tie": False, **_facts(battle)}
+    return {
+        "prompt": prompt,
+        "chosen": _reply(chosen),
+        "rejected": _reply(rejected),
+        "chosen_model": names.get(first),
+        "rejected_model": names.get(second),
+        "chosen_stamp": chosen.get("stamp") or {},
+        "rejected_stamp": rejected.get("stamp") or {},
+        "same_prompt": prompt == _prompt(rejected, question),
+        "tie": False,
+        **_facts(battle),
+    }
 
 
 def tie_line(battle: dict[str, Any]) -> dict[str, Any]:
@@ -91,10 +117,18 @@ def tie_line(battle: dict[str, Any]) -> dict[str, Any]:
     answers, names, question = battle["answers"], battle.get("contenders") or {}, battle.get("question") or ""
     a, b = answers["A"], answers["B"]
     prompt = _prompt(a, question)
-    return {"prompt": prompt, "answer_a": _reply(a), "answer_b": _reply(b),
-            "a_model": names.get("A"), "b_model": names.get("B"),
-            "a_stamp": a.get("stamp") or {}, "b_stamp": b.get("stamp") or {},
-            "same_prompt": prompt == _prompt(b, question), "tie": True, **_facts(battle)}
+    return {
+        "prompt": prompt,
+        "answer_a": _reply(a),
+        "answer_b": _reply(b),
+        "a_model": names.get("A"),
+        "b_model": names.get("B"),
+        "a_stamp": a.get("stamp") or {},
+        "b_stamp": b.get("stamp") or {},
+        "same_prompt": prompt == _prompt(b, question),
+        "tie": True,
+        **_facts(battle),
+    }
 
 
 def jsonl_lines(battles: list[dict[str, Any]], *, include_ties: bool) -> tuple[list[str], Tally]:
@@ -128,9 +162,20 @@ def csv_row(battle: dict[str, Any]) -> list[str]:
     names, answers, vote = battle.get("contenders") or {}, battle.get("answers") or {}, battle.get("vote")
     winner = names.get(SIDES[vote][0], "") if vote in SIDES else ""
     facts = _facts(battle)
-    row = [facts["question"], names.get("A"), names.get("B"), vote, winner, "; ".join(facts["reasons"]),
-           facts["comment"], facts["user"], facts["voted_at"], (answers.get("A") or {}).get("answer"),
-           (answers.get("B") or {}).get("answer"), facts["battle_id"]]
+    row = [
+        facts["question"],
+        names.get("A"),
+        names.get("B"),
+        vote,
+        winner,
+        "; ".join(facts["reasons"]),
+        facts["comment"],
+        facts["user"],
+        facts["voted_at"],
+        (answers.get("A") or {}).get("answer"),
+        (answers.get("B") or {}).get("answer"),
+        facts["battle_id"],
+    ]
     return [_cell(value) for value in row]
 
 
@@ -146,9 +191,15 @@ def csv_text(battles: list[dict[str, Any]]) -> tuple[str, Tally]:
 
 def votes_command(path: Path | PgHistory, args: argparse.Namespace) -> int:
     """`export --votes` from backend/__main__.py: 2 for options that do not go with it."""
-    clash = ("--format csv is for --votes" if not args.votes else "--votes writes jsonl or csv, not md"
-             if args.format == "md" else "--human-verdicts and --disagreements are for answers, not --votes"
-             if args.human_verdicts or args.disagreements else "")
+    clash = (
+        "--format csv is for --votes"
+        if not args.votes
+        else "--votes writes jsonl or csv, not md"
+        if args.format == "md"
+        else "--human-verdicts and --disagreements are for answers, not --votes"
+        if args.human_verdicts or args.disagreements
+        else ""
+    )
     if clash:
         print(f"error: {clash}", file=sys.stderr)
         return 2
@@ -165,8 +216,11 @@ def export_votes(path: Path | PgHistory, *, fmt: str, out: str, include_ties: bo
     battles = [b for b in battles if user is None or b.get("user") == user]
     if not battles:
         who = f" voted by {user}" if user else ""
-        print(f"error: no comparisons{who} stored in {path}: nothing was written. Ask a question in Compare "
-              "mode (the composer's Answer: Compare), vote, then export.", file=sys.stderr)
+        print(
+            f"error: no comparisons{who} stored in {path}: nothing was written. Ask a question in Compare "
+            "mode (the composer's Answer: Compare), vote, then export.",
+            file=sys.stderr,
+        )
         return 1
     if fmt == "csv":
         text, tally = csv_text(battles)

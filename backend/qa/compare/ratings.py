@@ -136,8 +136,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def bootstrap(players: int, cells: list[tuple[int, int, float]], *, rounds: int, rng: random.Random,
-              start: list[float]) -> list[list[float | None]]:
+def bootstrap(
+    players: int, cells: list[tuple[int, int, float]], *, rounds: int, rng: random.Random, start: list[float]
+) -> list[list[float | None]]:
     """Elo ratings refitted on `rounds` resamples of the battles (`cells`: one (i, j, points of i) each).
 
     A player no resampled battle involves has no rating in that round (None): the ridge alone would

@@ -34,8 +34,12 @@ class Tally:
         return wilson_interval(self.correct, self.graded)
 
     def as_dict(self) -> dict[str, Any]:
-        figures = {"correct": self.correct, "graded": self.graded, "accuracy": self.accuracy,
-                   "ci95": list(self.interval)}
+        figures = {
+            "correct": self.correct,
+            "graded": self.graded,
+            "accuracy": self.accuracy,
+            "ci95": list(self.interval),
+        }
         return figures if self.majority_correct is None else {**figures, "majority_correct": self.majority_correct}
 
 
@@ -81,8 +85,9 @@ def read_run(path: Path) -> Run:
     except json.JSONDecodeError as err:
         raise CompareInputError(f"{path} is not JSON (line {err.lineno}: {err.msg})") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("questions"), list):
-        raise CompareInputError(f"{path} is not an accuracy run (the JSON `python -m backend qa run` writes): "
-                                'it has no "questions" list')
+        raise CompareInputError(
+            f'{path} is not an accuracy run (the JSON `python -m backend qa run` writes): it has no "questions" list'
+        )
     questions: dict[str, Tally] = {}
     for number, item in enumerate(payload["questions"], start=1):
         try:
@@ -125,9 +130,14 @@ class QuestionChange:
         return bool(self.change)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"question_id": self.question_id, "a": self.a.as_dict() if self.a else None,
-                "b": self.b.as_dict() if self.b else None, "difference": self.difference,
-                "change": self.change, "changed": self.changed}
+        return {
+            "question_id": self.question_id,
+            "a": self.a.as_dict() if self.a else None,
+            "b": self.b.as_dict() if self.b else None,
+            "difference": self.difference,
+            "change": self.change,
+            "changed": self.changed,
+        }
 
 
 def accuracy_difference(a: Tally, b: Tally) -> float | None:

@@ -37,8 +37,11 @@ def describe(run: Run) -> str:
     parts = [str(run.path), str(about.get("served_model") or "model ?"), str(about.get("started_at") or "")[:16]]
     if about.get("samples"):
         parts.append(f"{about['samples']} sample(s)")
-    settings = [f"{name} {sampling[key]}" for key, name in (("temperature", "temperature"), ("top_p", "top-p"),
-                                                            ("max_tokens", "max tokens")) if key in sampling]
+    settings = [
+        f"{name} {sampling[key]}"
+        for key, name in (("temperature", "temperature"), ("top_p", "top-p"), ("max_tokens", "max tokens"))
+        if key in sampling
+    ]
     return " · ".join(p for p in parts + [", ".join(settings)] if p)
 
 
@@ -47,12 +50,16 @@ def comparison_text(a: Run, b: Run, *, changed_only: bool = False) -> str:
     changes = compare_questions(a, b)
     shown = [c for c in changes if c.changed] if changed_only else changes
     width = max(len("question"), *(len(c.question_id) for c in changes))
-    head = (f"{'question':<{width}}  {'A right':>9} {'acc':>5}  {'95% interval':<13}  "
-            f"{'B right':>9} {'acc':>5}  {'95% interval':<13}  {'B - A':>8}  change")
+    head = (
+        f"{'question':<{width}}  {'A right':>9} {'acc':>5}  {'95% interval':<13}  "
+        f"{'B right':>9} {'acc':>5}  {'95% interval':<13}  {'B - A':>8}  change"
+    )
     rule = "-" * len(head)
     lines = [f"A: {describe(a)}", f"B: {describe(b)}", "", head, rule]
-    lines += [f"{c.question_id:<{width}}  {_side(c.a)}{_side(c.b)}{_points(c.difference):>8}  {c.change}".rstrip()
-              for c in shown]
+    lines += [
+        f"{c.question_id:<{width}}  {_side(c.a)}{_side(c.b)}{_points(c.difference):>8}  {c.change}".rstrip()
+        for c in shown
+    ]
     if changed_only and not shown:
         lines.append("(no question changed)")
     total_a, total_b = a.total, b.total
@@ -60,17 +67,27 @@ def comparison_text(a: Run, b: Run, *, changed_only: bool = False) -> str:
     spread_text = f"  (95% interval {_points(spread[0])} to {_points(spread[1])})" if spread else ""
     difference = accuracy_difference(total_a, total_b)
     (right_a, of_a), (right_b, of_b) = a.majority, b.majority
-    lines += [rule, f"{'all':<{width}}  {_side(total_a)}{_side(total_b)}{_points(difference):>8}{spread_text}",
-              f"majority vote right: A on {right_a} of {of_a} question(s), B on {right_b} of {of_b}",
-              f"changed: {sum(c.changed for c in changes)} of {len(changes)} question(s)"]
+    lines += [
+        rule,
+        f"{'all':<{width}}  {_side(total_a)}{_side(total_b)}{_points(difference):>8}{spread_text}",
+        f"majority vote right: A on {right_a} of {of_a} question(s), B on {right_b} of {of_b}",
+        f"changed: {sum(c.changed for c in changes)} of {len(changes)} question(s)",
+    ]
     return "\n".join(lines)
 
 
 def _run_dict(run: Run) -> dict[str, Any]:
     right, of = run.majority
-    return {"file": str(run.path), "model": run.about.get("served_model"), "started_at": run.about.get("started_at"),
-            "samples": run.about.get("samples"), "sampling": run.about.get("sampling"), **run.total.as_dict(),
-            "majority_correct": right, "questions": of}
+    return {
+        "file": str(run.path),
+        "model": run.about.get("served_model"),
+        "started_at": run.about.get("started_at"),
+        "samples": run.about.get("samples"),
+        "sampling": run.about.get("sampling"),
+        **run.total.as_dict(),
+        "majority_correct": right,
+        "questions": of,
+    }
 
 
 def comparison_json(a: Run, b: Run, *, changed_only: bool = False) -> dict[str, Any]:
@@ -80,6 +97,11 @@ def comparison_json(a: Run, b: Run, *, changed_only: bool = False) -> dict[str, 
     spread = difference_interval(total_a, total_b)
     difference = accuracy_difference(total_a, total_b)
     shown: list[QuestionChange] = [c for c in changes if c.changed] if changed_only else changes
-    return {"a": _run_dict(a), "b": _run_dict(b), "difference": difference,
-            "difference_ci95": list(spread) if spread else None, "changed": sum(c.changed for c in changes),
-            "questions": [c.as_dict() for c in shown]}
+    return {
+        "a": _run_dict(a),
+        "b": _run_dict(b),
+        "difference": difference,
+        "difference_ci95": list(spread) if spread else None,
+        "changed": sum(c.changed for c in changes),
+        "questions": [c.as_dict() for c in shown],
+    }
