@@ -21,13 +21,11 @@ visit; among equally loaded pages it goes round robin.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
-from backend.errors import ChatAppError, PortBusy
-from backend.readiness import Awaited, Outcome, Verdict, process_gone
+from backend.readiness import Awaited, process_gone
 from backend.server import processes
-from backend.server.supervisor import read_tail
+from backend.server.child_process import LoggedChild
 from backend.settings import PROJECT_ROOT
 
 HEALTH_PATH = "/rchat-balancer-health"  # answered by HAProxy itself (monitor-uri): it is up
@@ -89,10 +87,11 @@ def haproxy_argv(executable: str, config: Path) -> list[str]:
     return [executable, "-f", str(config), "-db"]  # -db: in the foreground, as our child
 
 
-class Balancer:
+class Balancer(LoggedChild):
     """HAProxy as a supervised child (see supervision.Child); ready once HEALTH_PATH answers 200."""
 
     name = "the balancer (HAProxy)"
+    label, port_user = "HAProxy", "HAProxy for the chat page"
 
     def __init__(
         self, *, executable: str, host: str, port: int, pages: list[int], log_dir: Path, startup_timeout: float
@@ -101,28 +100,15 @@ class Balancer:
         self.config_path = log_dir / f"haproxy-{port}.cfg"
         self.log_path = log_dir / f"haproxy-{port}.log"
         self.startup_timeout = startup_timeout
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
 
     @property
     def url(self) -> str:
         shown = "127.0.0.1" if self.host == "0.0.0.0" else self.host
         return f"http://{shown}:{self.port}"
 
-    def check_port(self) -> None:
-        if not processes.port_is_free(self.host, self.port):
-            raise PortBusy(
-                f"Cannot start HAProxy for the chat page: port {self.port} is already in use by "
-                f"{processes.port_holder(self.port)}. Stop it or set RCHAT_UI_PORT to a free port."
-            )
-
     def start(self) -> None:
-        self.check_port()
-        if self.starts == 0:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self.log_path.write_text("")
+        if self._begin():
             self.config_path.write_text(haproxy_config(host=self.host, port=self.port, pages=self.pages))
-        self.starts += 1
         self.proc = processes.spawn_group(
             haproxy_argv(self.executable, self.config_path),
             env={"PATH": "/usr/bin:/bin"},
@@ -134,22 +120,5 @@ class Balancer:
         assert self.proc is not None, "start() first"
         return Awaited(self.url + HEALTH_PATH, self.startup_timeout, gone=process_gone(self.proc))
 
-    def start_failure(self, outcome: Outcome) -> ChatAppError:
-        if outcome.verdict is Verdict.TIMED_OUT:
-            return ChatAppError(
-                f"HAProxy did not answer on {self.url} within {self.startup_timeout:.0f} s; see {self.log_path}."
-            )
-        return ChatAppError(
-            f"HAProxy {outcome.reason} while starting. Its log ({self.log_path}) ends with:\n"
-            f"{self.log_tail(30)}\nIts config: {self.config_path}"
-        )
-
-    def on_wait(self, _outcome: Outcome) -> None:
-        pass
-
-    def stop(self, *, grace: float = STOP_GRACE) -> int | None:
-        proc, self.proc = self.proc, None
-        return None if proc is None else processes.stop_group(proc, grace=grace)
-
-    def log_tail(self, lines: int = 30) -> str:
-        return read_tail(self.log_path, lines)
+    def _failure_extra(self) -> str:
+        return f"\nIts config: {self.config_path}"
