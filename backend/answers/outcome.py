@@ -18,6 +18,7 @@ from backend.records import answer_record
 
 Outcome = Literal["complete", "stopped", "error", "interrupted"]
 STOPPED_NOTE = "Stopped by you."
+PANEL_LIMIT = "*Max tokens* in the settings panel"  # where a page user raises the token limit
 
 
 def grade_answer(question: str, answer: str, *, outcome: str, finish_reason: str | None) -> Grade | None:

@@ -23,6 +23,7 @@ from backend.answers.stamp import make_stamp, now_iso
 from backend.chat.answer_stats import AnswerStats
 from backend.chat.client import Delta, stream_chat
 from backend.errors import BackendUnavailable, ChatAppError, user_message
+from backend.records import answer_record
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,21 @@ class LiveAnswer:
             finished_at=now_iso(),
             stats=self.stats.as_dict(),
             context_messages=len(self.request.messages),
+        )
+
+    def record_in_progress(self, *, thinking_step_id: str = "") -> dict[str, Any]:
+        """What is stored while it streams: the record so far, outcome "in progress", not graded."""
+        request = self.request
+        return answer_record(
+            question_id=request.question_id,
+            question=request.question,
+            sample=request.sample,
+            outcome="in progress",
+            reasoning=self.reasoning,
+            answer=self.answer,
+            verdict=None,
+            stamp=self.stamp(),
+            thinking_step_id=thinking_step_id,
         )
 
     def ended(self, outcome: Outcome, error: Exception | None = None) -> AnswerOutcome:

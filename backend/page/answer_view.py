@@ -17,14 +17,11 @@ import chainlit as cl
 from chainlit.data import get_data_layer
 from chainlit.utils import utc_now
 
-from backend.answers.outcome import AnswerOutcome, thought_for
+from backend.answers.outcome import PANEL_LIMIT, AnswerOutcome, thought_for
 from backend.answers.stream import LiveAnswer
 from backend.page import live_answers
 from backend.page.token_batcher import StreamCounter, TokenBatcher
-from backend.records import answer_record
 from backend.settings import Settings
-
-LIMIT_SETTING = "*Max tokens* in the settings panel"
 
 
 @dataclass
@@ -104,18 +101,7 @@ class AnswerView:
         if self.step is not None:
             await store.update_step(self.step.to_dict())
         if self.reply is not None:
-            live, request = self.live, self.live.request
-            self.reply.metadata = answer_record(
-                question_id=request.question_id,
-                question=request.question,
-                sample=request.sample,
-                outcome="in progress",
-                reasoning=live.reasoning,
-                answer=live.answer,
-                verdict=None,
-                stamp=live.stamp(),
-                thinking_step_id=self.thinking_step_id,
-            )
+            self.reply.metadata = self.live.record_in_progress(thinking_step_id=self.thinking_step_id)
             await store.update_step(self.reply.to_dict())
 
     async def _close_step(self, label: str) -> None:
@@ -137,7 +123,7 @@ class AnswerView:
         reply = self._ensure_reply()
         if self.answer:
             await self.answer.flush()
-        note = result.note(limit_setting=LIMIT_SETTING)
+        note = result.note(limit_setting=PANEL_LIMIT)
         extra = f"\n\n**{note}**" if note else ""
         extra += f"\n\n{result.grade.describe()}" if result.grade else ""
         summary = result.stats.summary(self.settings.resolved_served_name)

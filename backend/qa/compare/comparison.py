@@ -18,7 +18,7 @@ from typing import Any
 import openai
 
 from backend.answers.grading.answer_key import find_question
-from backend.answers.outcome import AnswerOutcome
+from backend.answers.outcome import PANEL_LIMIT, AnswerOutcome
 from backend.answers.request import new_request
 from backend.answers.stamp import now_iso
 from backend.answers.stream import AnswerObserver, stream_answer
@@ -30,7 +30,6 @@ from backend.settings import Settings
 
 LABELS = ("A", "B")
 VOTES = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
-LIMIT_SETTING = "*Max tokens* in the settings panel"
 REASONS = ("More accurate", "Clearer reasoning", "More concise", "Answers what was asked", "Better format")
 
 
@@ -66,7 +65,7 @@ class Comparison:
                 "answer_id": (answer_ids or {}).get(label, ""),
                 "stats_line": result.stats.summary(result.request.body.get("model", "")),
                 "grade_line": result.grade.describe() if result.grade else "",
-                "note": result.note(limit_setting=LIMIT_SETTING),
+                "note": result.note(limit_setting=PANEL_LIMIT),
             }
             for label, result in self.results.items()
         }
