@@ -20,6 +20,7 @@ from backend.page.compare_flow import cast_vote, compare
 from backend.page.compare_view import restore as restore_comparisons
 from backend.page.composer import compared_pair, composer_modes, with_modes
 from backend.page.follow import follow
+from backend.page.history_layer import history_layer
 from backend.page.notices import guarded, notice, watch_backend
 from backend.page.replay_view import send_replay
 from backend.page.runs_view import COMMAND as RUNS
@@ -32,6 +33,7 @@ from backend.settings import load_settings
 
 settings = load_settings()
 qa = set_up(settings)
+store = history_layer(settings) if qa.history else None  # Chainlit's data layer on the history
 client = make_client(settings, api_key=settings.api_key.get_secret_value())
 services = PageServices.create(settings, client)  # health checks, live strip, followed answers...
 _ = client.chat.completions  # openai imports its resources lazily: pay that at start, not on the first answer
@@ -42,11 +44,11 @@ dress_page(config.ui, settings)  # the live strip on every page; booth mode (RCH
 sio.eio.max_http_buffer_size = 8_000_000
 
 
-if qa.store is not None:
+if store is not None:
 
     @cl.data_layer
     def history_store():
-        return qa.store
+        return store
 
 
 if uses_password_login(settings, has_users=qa.passwords):
@@ -101,7 +103,7 @@ def init_session(conversation: Conversation | None = None) -> ChatState:
 
 async def open_chat(state: ChatState) -> None:
     await cl.context.emitter.set_modes(composer_modes(settings, state.sampling))
-    if qa.store is not None:
+    if store is not None:
         await cl.context.emitter.set_commands([board_command(), runs_command()])
     if shows_settings_panel(settings):
         await cl.ChatSettings(settings_widgets(state.sampling, max_tokens_limit(settings))).send()

@@ -1,7 +1,7 @@
 """One page process's share of tests/test_history_shared.py, run as its own OS process.
 
 `python -m tests.history_writer FOLDER WORKER THREADS STEPS UPDATES` starts as the page does
-(backend/qa/setup.set_up: users, auth secret, history database), waits until every writer is ready
+(backend/qa/setup.set_up: users, auth secret, history database; backend/page/history_layer), waits until every writer is ready
 (FOLDER/go appears), then logs the shared user in and writes THREADS chats of STEPS answers, each
 answer saved UPDATES times as it streams, through the real data layer, all at once. It prints the
 auth secret's hash and how many writes failed. RCHAT_DATABASE_URL in the environment picks PostgreSQL.
@@ -20,7 +20,7 @@ from pathlib import Path
 from chainlit.context import init_http_context
 from chainlit.user import User
 
-from backend.qa import history_store
+from backend.page import history_layer
 from backend.qa.setup import set_up
 from backend.settings import load_settings
 
@@ -57,20 +57,21 @@ async def write(store, worker: int, threads: int, steps: int, updates: int) -> N
 
 def main(folder: Path, worker: int, threads: int, steps: int, updates: int) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    history_store._tell_user_once = _count_failure
+    history_layer._tell_user_once = _count_failure
     (folder / f"ready-{worker}").touch()
     while not (folder / "go").exists():
         time.sleep(0.01)
     settings = load_settings(_env_file=None, data_dir=folder / "data")  # RCHAT_DATABASE_URL from the env
     qa = set_up(settings)  # every writer prepares the same database at the same moment
-    assert qa.store is not None, qa.history_off_reason
+    assert qa.history, qa.history_off_reason
+    store = history_layer.history_layer(settings)
 
     async def run() -> None:
         init_http_context()  # Chainlit's data layer wants a context; an HTTP one writes at once
         try:
-            await write(qa.store, worker, threads, steps, updates)
+            await write(store, worker, threads, steps, updates)
         finally:
-            await qa.store.close()
+            await store.close()
 
     asyncio.run(run())
     print(f"secret {hashlib.sha256(os.environ['CHAINLIT_AUTH_SECRET'].encode()).hexdigest()}")

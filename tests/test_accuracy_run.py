@@ -20,8 +20,8 @@ from chainlit.types import Pagination, ThreadFilter
 
 from backend.answers.grading.question_set import QUESTIONS_FILE
 from backend.chat.conversation import Conversation
+from backend.page.history_layer import SqliteHistoryLayer
 from backend.qa.export import load_records
-from backend.qa.history_store import HistoryStore
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT
 from tests.conftest import ctrl_c_as_in_a_terminal, free_port
@@ -129,7 +129,7 @@ def test_every_answer_is_stored_in_one_chat_that_export_reads(run: dict, vllm_se
 
 
 async def test_the_run_is_in_the_users_sidebar_and_resumes_as_a_conversation(run: dict) -> None:
-    store = HistoryStore(run["db"])
+    store = SqliteHistoryLayer(run["db"])
     user = await store.get_user("local")
     listed = await store.list_threads(Pagination(first=20), ThreadFilter(userId=user.id))
     [thread] = listed.data
@@ -137,7 +137,7 @@ async def test_the_run_is_in_the_users_sidebar_and_resumes_as_a_conversation(run
     resumed = Conversation.from_steps((await store.get_thread(thread["id"]))["steps"])
     # Every question, each followed by (the latest of) its answers, as a regenerated chat resumes.
     assert [t.role for t in resumed.turns] == ["user", "assistant"] * len(run["questions"])
-    await store.engine.dispose()
+    await store.close()
 
 
 def test_ctrl_c_stops_the_run_and_keeps_what_was_stored(vllm_server: VLLMServer, tmp_path: Path) -> None:

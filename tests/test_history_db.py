@@ -97,14 +97,14 @@ def test_a_read_only_file_is_refused_with_the_fix(tmp_path: Path) -> None:
 
 
 async def test_many_writes_at_once_all_land_in_order_and_a_read_after_them_sees_them(tmp_path: Path) -> None:
-    """The page's store runs every statement in one thread of its own (backend/qa/history_store.py):
+    """The page's data layer runs every statement in one thread of its own (backend/qa/history_store.py):
     64 answers' writes at once must all land, each step's last write must win, and a failed
     statement must leave the store usable."""
-    from backend.qa.history_store import HistoryStore
+    from backend.page.history_layer import SqliteHistoryLayer
 
     path = tmp_path / "history.sqlite3"
     prepare(path)
-    store = HistoryStore(path)
+    store = SqliteHistoryLayer(path)
     upsert = (
         'INSERT INTO steps ("id", "threadId", "name", "type", "output") VALUES (:id, :t, :name, :type, :output) '
         'ON CONFLICT (id) DO UPDATE SET "output" = :output'

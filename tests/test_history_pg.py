@@ -110,7 +110,7 @@ def test_an_unreachable_database_turns_history_off_like_a_damaged_file(
     assert "pw-s3cret" not in said and "\n" not in said
     assert preflight(settings) == [f"warning: {history_problem(settings, change=False)}"]
     qa = set_up(settings)  # the page starts, with history off and its own auth secret file
-    assert qa.store is None and qa.history_off_reason == said
+    assert not qa.history and qa.history_off_reason == said
     assert (tmp_path / "auth-secret").exists()
 
 
@@ -123,32 +123,36 @@ def test_a_bad_url_setting_names_the_key_but_never_the_password(tmp_path: Path) 
 
 
 def test_every_page_signs_logins_with_the_secret_kept_in_the_database(tmp_path: Path, url: str) -> None:
-    first = set_up(make_settings(tmp_path, data_dir=tmp_path / "one", database_url=url))
+    from backend.page.history_layer import PostgresHistoryLayer, history_layer
+
+    settings = make_settings(tmp_path, data_dir=tmp_path / "one", database_url=url)
+    first = set_up(settings)
     other = set_up(make_settings(tmp_path, data_dir=tmp_path / "two", database_url=url))  # another machine
-    assert first.store is not None and not first.history_off_reason
+    assert first.history and other.history
+    layer = history_layer(settings)  # the page's data layer on the same database
+    assert isinstance(layer, PostgresHistoryLayer)
+    asyncio.run(layer.close())
     [[row]] = sql(url, "SELECT value FROM rchat_meta WHERE name = 'auth_secret'")
     assert len(row["value"]) >= 32 and history_pg.keep_secret(url, "candidate") == row["value"]
     assert not (tmp_path / "one" / "auth-secret").exists() and not (tmp_path / "two" / "auth-secret").exists()
-    asyncio.run(first.store.close())
-    asyncio.run(other.store.close())
 
 
 async def test_a_server_gone_while_the_page_runs_costs_the_write_not_the_chat() -> None:
-    """The page's store says it once (backend/qa/history_store.py) and goes on; nothing is raised."""
-    from backend.qa.history_store import PostgresHistoryStore
+    """The page's store says it once (backend/page/history_layer.py) and goes on; nothing is raised."""
+    from backend.page.history_layer import PostgresHistoryLayer
 
-    store = PostgresHistoryStore(f"postgresql+asyncpg://rchat:pw@127.0.0.1:{free_port()}/x")
+    store = PostgresHistoryLayer(f"postgresql+asyncpg://rchat:pw@127.0.0.1:{free_port()}/x")
     assert await store.execute_sql("SELECT 1 AS one", {}) is None
     assert await store.get_user("alice") is None
     await store.close()
 
 
 async def test_the_page_writes_again_by_itself_once_a_restarted_server_is_back() -> None:
-    from backend.qa.history_store import PostgresHistoryStore
+    from backend.page.history_layer import PostgresHistoryLayer
 
     with throwaway_server() as server:  # a server of its own, to stop
         history_pg.prepare(server.url)
-        store = PostgresHistoryStore("postgresql+asyncpg://" + server.url.split("://", 1)[1])
+        store = PostgresHistoryLayer("postgresql+asyncpg://" + server.url.split("://", 1)[1])
         assert await store.execute_sql("SELECT 1 AS one", {}) == [{"one": 1}]
         server.stop()
         assert await store.execute_sql("SELECT 1 AS one", {}) is None  # this write is lost, and said so

@@ -24,10 +24,10 @@ from chainlit.context import init_http_context
 from chainlit.types import Feedback, Pagination, ThreadFilter
 from chainlit.user import User
 
+from backend.page.history_layer import HistoryLayer, PostgresHistoryLayer, SqliteHistoryLayer
 from backend.qa import history_pg
 from backend.qa.export import load_records
 from backend.qa.history_db import prepare
-from backend.qa.history_store import HistoryStore, PostgresHistoryStore
 from backend.settings import PROJECT_ROOT
 from tests.pg_server import new_database, throwaway_server
 
@@ -57,7 +57,7 @@ def run_writers(folder: Path, env: dict[str, str]) -> list[str]:
     return outputs
 
 
-async def stored(store: HistoryStore) -> tuple[int, dict[str, str], int]:
+async def stored(store: HistoryLayer) -> tuple[int, dict[str, str], int]:
     threads = await store.execute_sql("SELECT COUNT(*) AS n FROM threads", {})
     steps = await store.execute_sql('SELECT "id", "output" FROM steps', {})
     users = await store.execute_sql("SELECT COUNT(*) AS n FROM users", {})
@@ -87,12 +87,12 @@ def history(request: pytest.FixtureRequest, tmp_path: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
     if request.param == "sqlite":
         path = tmp_path / "data" / "history.sqlite3"
-        return {"env": env, "store": lambda: HistoryStore(path), "prepare": lambda: prepare(path), "source": path}
+        return {"env": env, "store": lambda: SqliteHistoryLayer(path), "prepare": lambda: prepare(path), "source": path}
     url = new_database(request.getfixturevalue("pg_server"))
     asyncpg_url = "postgresql+asyncpg://" + url.split("://", 1)[1]
     return {
         "env": {**env, "RCHAT_DATABASE_URL": url},
-        "store": lambda: PostgresHistoryStore(asyncpg_url),
+        "store": lambda: PostgresHistoryLayer(asyncpg_url),
         "prepare": lambda: history_pg.prepare(url),
         "source": history_pg.PgHistory(url),
     }

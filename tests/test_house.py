@@ -1,8 +1,9 @@
 """The house rules, checked on the source: imports go one way, modules and functions stay small.
 
 Folders are roles (docs/architecture.md): page -> qa -> answers -> chat -> engine -> shared modules, and
-server -> engine; server and qa never import each other; nothing imports the tests. The size rules hold
-for the product; the benchmark harness (backend/bench) is exempt.
+server -> engine; server and qa never import each other; nothing imports the tests; Chainlit is imported
+only by the page (backend/page) and app.py, its hooks. The size rules hold for the product; the
+benchmark harness (backend/bench) is exempt.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ SHARED = (
     "backend.server_status",
     "backend.readiness",
 )
+CHAINLIT_USERS = ("app", "backend.page")  # app.py's hooks and the page: the only importers of chainlit
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 40
 
 
@@ -69,6 +71,15 @@ def test_imports_go_one_way(path: Path) -> None:
     if name in SHARED:
         wrong = sorted(m for m in used if m.startswith("backend.") and not m.startswith(SHARED))
         assert not wrong, f"{name} is shared by every role and must import only the other shared modules: {wrong}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=module_name)
+def test_only_the_page_imports_chainlit(path: Path) -> None:
+    name = module_name(path)
+    if name in CHAINLIT_USERS or name.startswith("backend.page."):
+        return
+    wrong = sorted(m for m in imports(path) if m == "chainlit" or m.startswith("chainlit."))
+    assert not wrong, f"{name} imports {wrong}: Chainlit belongs in backend/page (or app.py's hooks)"
 
 
 @pytest.mark.parametrize("path", [p for p in SOURCES if "bench" not in p.parts], ids=module_name)

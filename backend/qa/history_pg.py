@@ -11,7 +11,8 @@ auth secret that signs login cookies. `rchat_meta` holds our schema version and 
 
 Refusing means history off, worded as for an unusable SQLite file (backend/qa/setup.py). Every page
 prepares the database at start; an advisory lock lets one process at a time do it, on any machine.
-The page's data layer (backend/qa/history_store.PostgresHistoryStore) then reads and writes the tables;
+The page's data layer (backend/page/history_layer.PostgresHistoryLayer, its statements run by
+backend/qa/history_store.PostgresStatements) then reads and writes the tables;
 readers outside it (export, replay) take a `PgHistory` where they took the SQLite file's path.
 """
 

@@ -1,9 +1,9 @@
 """What app.py needs to decide once at start: is there a history database, and who may log in.
 
 `set_up()` prepares the history database (the SQLite file: create, or migrate after a backup; or
-PostgreSQL with RCHAT_DATABASE_URL: create, or migrate) and returns the data layer, or None with a
-reason the page shows on every new chat. `login_mode()` says whether the page
-asks for a password (users configured) or logs the single local user in by itself.
+PostgreSQL with RCHAT_DATABASE_URL: create, or migrate), or says why there is none, in words the page
+shows on every new chat (the page's data layer on it is backend/page/history_layer.py), and reads the
+users who may log in (none: the single local user, no password).
 """
 
 from __future__ import annotations
@@ -11,23 +11,22 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
 
 from backend.qa.accounts import AccountsError, ensure_auth_secret, load_users
 from backend.qa.history_db import HistoryUnavailable, inspect, prepare
 from backend.settings import Settings
-
-if TYPE_CHECKING:  # imported when used: they bring Chainlit's data layer
-    from backend.qa.history_store import HistoryStore, PostgresHistoryStore
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class QaSetup:
-    store: object | None  # backend.qa.history_store.HistoryStore, imported only when used
-    history_off_reason: str
+    history_off_reason: str  # '' when the history database is usable
     users: dict[str, str]
+
+    @property
+    def history(self) -> bool:
+        return not self.history_off_reason
 
     @property
     def passwords(self) -> bool:
@@ -56,16 +55,7 @@ def set_up(settings: Settings) -> QaSetup:
     users = load_users(settings)
     reason = history_problem(settings)
     _auth_secret(settings, shared=bool(settings.history_url) and not reason)
-    store: HistoryStore | PostgresHistoryStore | None = None
-    if not reason and settings.history_url:
-        from backend.qa.history_store import PostgresHistoryStore
-
-        store = PostgresHistoryStore(settings.history_url)
-    elif not reason:
-        from backend.qa.history_store import HistoryStore
-
-        store = HistoryStore(settings.history_path)
-    return QaSetup(store=store, history_off_reason=reason, users=users)
+    return QaSetup(history_off_reason=reason, users=users)
 
 
 def _auth_secret(settings: Settings, *, shared: bool) -> None:
