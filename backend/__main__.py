@@ -21,7 +21,7 @@ import psutil
 from pydantic import SecretStr
 
 from backend.engine.vllm_command import build_launch
-from backend.readiness import Awaited, Verdict, process_gone, wait_ready
+from backend.readiness import Awaited, Readiness, process_gone, wait_ready
 from backend.server.pidfile import our_process, write_pidfile
 from backend.server_status import commands_api_key, read_status
 from backend.settings import PROJECT_ROOT, Settings, SettingsError, load_settings
@@ -62,7 +62,7 @@ def cmd_start(settings: Settings) -> int:
     write_pidfile(pidfile, proc.pid)
     # `serve` applies the start-up timeout itself and exits when it passes; the margin covers its own start.
     awaited = Awaited(f"{settings.server_url}/health", settings.startup_timeout + 60, gone=process_gone(proc))
-    if wait_ready(awaited, interval=1).verdict is Verdict.READY:
+    if wait_ready(awaited, interval=1).state is Readiness.READY:
         print(f"vLLM is up at {settings.server_url} (pid {proc.pid}); `python -m backend stop` stops it")
         return 0
     if proc.poll() is None:

@@ -22,7 +22,7 @@ POLL_INTERVAL = 0.5
 PROBE_TIMEOUT = 2.0  # one GET; a loopback server that takes longer is not ready
 
 
-class Verdict(enum.Enum):
+class Readiness(enum.Enum):
     READY = "ready"
     WAITING = "waiting"
     GONE = "gone"  # exited (code 0 included) or otherwise can no longer come up
@@ -31,9 +31,17 @@ class Verdict(enum.Enum):
 
 @dataclass
 class Outcome:
-    verdict: Verdict
+    state: Readiness
     elapsed: float
     reason: str = ""  # why it is gone, in words ("exited with code -9")
+
+    @property
+    def verdict(self) -> Readiness:
+        """The old name of `state`, for tests/conftest.py and tests/test_supervision.py until they say `state`."""
+        return self.state
+
+
+Verdict = Readiness  # the old name of Readiness, for the same two test files until they say Readiness
 
 
 def never_gone() -> str | None:
@@ -62,16 +70,16 @@ class Awaited:
         return time.monotonic() - self.started
 
     def judge(self, answered: bool) -> Outcome:
-        """The verdict once the URL did or did not answer. Gone wins: an answer on the port of a
+        """The state once the URL did or did not answer. Gone wins: an answer on the port of a
         process that has exited comes from someone else."""
         reason = self.gone()
         if reason is not None:
-            return Outcome(Verdict.GONE, self.elapsed, reason)
+            return Outcome(Readiness.GONE, self.elapsed, reason)
         if answered:
-            return Outcome(Verdict.READY, self.elapsed)
+            return Outcome(Readiness.READY, self.elapsed)
         if self.elapsed > self.timeout:
-            return Outcome(Verdict.TIMED_OUT, self.elapsed, f"not ready within {self.timeout:.0f} s")
-        return Outcome(Verdict.WAITING, self.elapsed)
+            return Outcome(Readiness.TIMED_OUT, self.elapsed, f"not ready within {self.timeout:.0f} s")
+        return Outcome(Readiness.WAITING, self.elapsed)
 
     def probe(self, http: httpx.Client) -> Outcome:
         try:
@@ -91,9 +99,9 @@ class Awaited:
 def wait_ready(
     awaited: Awaited, *, on_wait: Callable[[Outcome], None] | None = None, interval: float = POLL_INTERVAL
 ) -> Outcome:
-    """Probe until the verdict is no longer WAITING; `on_wait` is called after each miss."""
+    """Probe until the state is no longer WAITING; `on_wait` is called after each miss."""
     with httpx.Client() as http:
-        while (outcome := awaited.probe(http)).verdict is Verdict.WAITING:
+        while (outcome := awaited.probe(http)).state is Readiness.WAITING:
             if on_wait:
                 on_wait(outcome)
             time.sleep(interval)
@@ -108,7 +116,7 @@ async def await_ready(
     interval: float = POLL_INTERVAL,
 ) -> Outcome:
     """The asyncio twin of wait_ready, on the caller's client (the page keeps one for all checks)."""
-    while (outcome := await awaited.aprobe(http)).verdict is Verdict.WAITING:
+    while (outcome := await awaited.aprobe(http)).state is Readiness.WAITING:
         if on_wait:
             await on_wait(outcome)
         await asyncio.sleep(interval)

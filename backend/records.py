@@ -3,7 +3,8 @@
 An answer is stored as Chainlit message metadata under `RECORD_KEY`. Records carry a `version`;
 those stored before versions existed read as version 1, and every model keeps keys it does not
 name, so a stored record reads back and is written out again exactly as it was (`stored()`).
-The answer record's "verdict" field holds the answer key's grade (the name stays: databases use it).
+The answer key's grade is `AnswerRecord.grade`, stored under the key "verdict" (the key stays: databases
+and exports use it); "verdict" in the code means only the QA user's own (backend/qa/verdicts.py).
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ class GradeRecord(Stored):
 class AnswerRecord(Stored):
     """One answer as stored with its message: question, texts, outcome, grade and stamp."""
 
+    model_config = ConfigDict(extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
+
     version: int = 1
     kind: Literal["answer"] = "answer"
     question_id: str = ""
@@ -88,7 +91,7 @@ class AnswerRecord(Stored):
     thinking_step_id: str = ""
     reasoning: str = ""
     answer: str = ""
-    verdict: GradeRecord | None = None
+    grade: GradeRecord | None = Field(default=None, alias="verdict")  # stored as "verdict"
     stamp: Stamp = Field(default_factory=Stamp)
 
 
@@ -114,7 +117,7 @@ def answer_record(
     outcome: str,
     reasoning: str,
     answer: str,
-    verdict: Any,
+    grade: Any,
     stamp: dict[str, Any],
     thinking_step_id: str = "",
 ) -> dict[str, Any]:
@@ -129,14 +132,17 @@ def answer_record(
         thinking_step_id=thinking_step_id,
         reasoning=reasoning,
         answer=answer,
-        verdict=None if verdict is None else GradeRecord.model_validate(grade_fields(verdict)),
+        grade=None if grade is None else GradeRecord.model_validate(grade_fields(grade)),
         stamp=Stamp.model_validate(stamp),
     )
     return {RECORD_KEY: record.stored()}
 
 
 class ExportRow(Stored):
-    """One answer as `backend export` writes it: where it is, what it said, both verdicts, its stamp."""
+    """One answer as `backend export` writes it: where it is, what it said, the answer key's grade (written as
+    "verdict"), the QA user's verdict, its stamp."""
+
+    model_config = ConfigDict(extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
 
     thread_id: str
     thread_name: str | None = None
@@ -149,7 +155,7 @@ class ExportRow(Stored):
     reasoning: str = ""
     answer: str = ""
     shown: str = ""
-    verdict: dict[str, Any] | None = None  # the answer key's grade
+    grade: dict[str, Any] | None = Field(default=None, alias="verdict")  # written as "verdict"
     human_verdict: dict[str, str] | None = None
     agreement: str | None = None
     stamp: dict[str, Any] = Field(default_factory=dict)

@@ -49,9 +49,9 @@ TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eight
 
 
 def outcome(question: str, answer: str) -> str:
-    verdict = check(question, answer)
-    assert verdict is not None
-    return verdict.outcome
+    graded = check(question, answer)
+    assert graded is not None
+    return graded.outcome
 
 
 def in_words(n: int) -> str:
@@ -170,8 +170,8 @@ def test_nothing_is_correct_by_default(text: str) -> None:
 @pytest.mark.parametrize("question", load_questions(), ids=lambda q: q.id)
 def test_every_key_accepts_its_own_forms_and_rejects_a_blank(question) -> None:
     for form in (question.expected, *question.accept):
-        verdict = grade(question, f"The answer is {form}.")
-        assert verdict.outcome == "correct", (form, verdict)
+        graded = grade(question, f"The answer is {form}.")
+        assert graded.outcome == "correct", (form, graded)
     assert grade(question, "").outcome == "unclear"
     assert grade(question, "I don't know.").outcome == "unclear"
 
@@ -183,13 +183,13 @@ def test_the_page_line_starts_with_the_outcome_and_the_record_keeps_what_was_rea
         ("Maybe 9.11 or 9.8.", "Answer key: unclear — the final answer names more than one"),
         ("No idea.", "Answer key: unclear — no final answer found"),
     ]:
-        verdict = check(BIGGER, answer)
-        assert isinstance(verdict, Grade) and verdict.describe().startswith(start)
-        assert verdict.describe().endswith("expected 9.8")
-        assert verdict.correct is (verdict.outcome == "correct")
+        graded = check(BIGGER, answer)
+        assert isinstance(graded, Grade) and graded.describe().startswith(start)
+        assert graded.describe().endswith("expected 9.8")
+        assert graded.correct is (graded.outcome == "correct")
 
 
-def test_questions_not_in_the_key_get_no_verdict() -> None:
+def test_questions_not_in_the_key_get_no_grade() -> None:
     assert check("Tell me a joke", "Why did the chicken...") is None
     assert check(BIGGER, "   ").outcome == "unclear"
 
@@ -218,7 +218,7 @@ def test_extraction_splits_sentences_but_not_decimals_and_drops_markup() -> None
 
 
 def test_the_export_shows_the_outcome_the_value_read_and_the_expected_answer() -> None:
-    verdict = asdict(check(BIGGER, "9.8 - 9.11 = 1.11. In this case, the answer is 1.11."))
+    graded = asdict(check(BIGGER, "9.8 - 9.11 = 1.11. In this case, the answer is 1.11."))
     record = {
         "thread_id": "t",
         "thread_name": "QA",
@@ -231,7 +231,7 @@ def test_the_export_shows_the_outcome_the_value_read_and_the_expected_answer() -
         "reasoning": "",
         "answer": "…",
         "shown": "…",
-        "verdict": verdict,
+        "verdict": graded,
         "human_verdict": None,
         "agreement": None,
         "stamp": {},

@@ -21,7 +21,7 @@ from backend.answers.stream import LiveAnswer, stream_answer
 from backend.chat.client import make_client
 from backend.chat.sampling import default_sampling
 from backend.qa.export import load_records
-from backend.readiness import Awaited, Verdict, process_gone, wait_ready
+from backend.readiness import Awaited, Readiness, process_gone, wait_ready
 from backend.server import processes
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port, make_settings
@@ -40,7 +40,7 @@ def recording_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
         cwd=PROJECT_ROOT,
     )
     outcome = wait_ready(Awaited(f"http://127.0.0.1:{port}/health", 30, gone=process_gone(fake)), interval=0.2)
-    assert outcome.verdict is Verdict.READY, (tmp_path / "fake.log").read_text()
+    assert outcome.state is Readiness.READY, (tmp_path / "fake.log").read_text()
     try:
         yield port, sent
     finally:

@@ -50,7 +50,7 @@ def test_the_qa_workflow_through_the_balancer(tmp_path, fake_server_url) -> None
         exported = [json.loads(line) for line in download_of(page, link).read_text().splitlines()]
         assert [r["sample"] for r in exported] == [1, 2] and exported[0]["human_verdict"]["verdict"] == "right"
         page.get_by_role("button", name="Replay").last.click()
-        wait_for(lambda: "Replay: " in page.inner_text("body"), timeout=60)  # the verdict line under it
+        wait_for(lambda: "Replay: " in page.inner_text("body"), timeout=60)  # the replay's match line under it
         page.goto(service.url)  # a new chat; the old one is in the sidebar
         page.locator("#thread-history").get_by_text(KEYED).first.click(timeout=30_000)
         page.wait_for_url("**/thread/**", timeout=30_000)

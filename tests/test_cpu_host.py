@@ -118,8 +118,8 @@ def test_on_every_core_the_real_server_binds_them_all_and_answers_right(tmp_path
         pytest.skip("one CPU: nothing to bind")
     with VLLMServer(make_settings(tmp_path, device="cpu", cpu_all_cores=True)) as server:
         assert "libiomp5.so" in server.launch.env["LD_PRELOAD"]
-        verdict = self_test.ask(server.url, server.api_key, server.settings.resolved_served_name)
-        assert verdict.ok, verdict.problem
+        check = self_test.ask(server.url, server.api_key, server.settings.resolved_served_name)
+        assert check.ok, check.problem
         assert f"core ids={cpus}" in server.log_path.read_text()
 
 

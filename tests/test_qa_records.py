@@ -53,7 +53,7 @@ def export_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.server
-async def test_an_answer_is_stored_with_its_stamp_and_verdict(
+async def test_an_answer_is_stored_with_its_stamp_and_grade(
     real_app: str, data_dir: Path, vllm_server: VLLMServer
 ) -> None:
     async with ChainlitSession(real_app) as session:
@@ -71,10 +71,10 @@ async def test_an_answer_is_stored_with_its_stamp_and_verdict(
     assert isinstance(stamp["seed"], int) and stamp["seed_source"] == "drawn"  # empty panel seed: one drawn
     assert stamp["request"]["params"]["seed"] == stamp["seed"]  # and sent
     assert stamp["stats"]["completion_tokens"] > 0 and stamp["started_at"] <= stamp["finished_at"]
-    # The starter question is in the answer key: the verdict is stored, whatever the model said.
-    verdict = record["verdict"]
-    assert verdict["expected"] == "9.8" and verdict["outcome"] in ("correct", "incorrect", "unclear")
-    assert "read" in verdict  # the final answer as read (None when unclear)
+    # The starter question is in the answer key: the grade is stored (as "verdict"), whatever the model said.
+    grade = record["verdict"]
+    assert grade["expected"] == "9.8" and grade["outcome"] in ("correct", "incorrect", "unclear")
+    assert "read" in grade  # the final answer as read (None when unclear)
 
 
 @pytest.mark.server

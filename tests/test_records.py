@@ -52,7 +52,7 @@ def test_a_new_record_says_its_version() -> None:
         outcome="complete",
         reasoning="",
         answer="A.",
-        verdict=None,
+        grade=None,
         stamp={"engine": {"device": "cpu", "new_fact": 1}, "seed": 3},
     )[RECORD_KEY]
     assert meta["version"] == RECORD_VERSION and meta["kind"] == "answer" and meta["verdict"] is None

@@ -264,7 +264,7 @@ async def test_a_sampled_answer_replays_identically_from_the_command_line(
 
 @pytest.mark.server
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
-async def test_the_replay_button_posts_the_verdict_under_the_answer(sampling_app: str, served: dict[str, str]) -> None:
+async def test_the_replay_button_posts_the_match_under_the_answer(sampling_app: str, served: dict[str, str]) -> None:
     async with ChainlitSession(sampling_app) as session:
         await session.ask("Say hello in French.")
         [answer_id] = session.current.texts
@@ -296,12 +296,12 @@ async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comp
     first = await replay(greedy, settings=settings, client=client)  # the greedy answer, as if stored...
     greedy.update(answer=first.new_answer, reasoning=first.new_reasoning)
     again = await replay(greedy, settings=settings, client=client)  # ...and its replay
-    assert again.verdict == "identical" and again.new_answer == first.new_answer and not again.reasons
+    assert again.match == "identical" and again.new_answer == first.new_answer and not again.reasons
     other = copy.deepcopy(greedy)  # greedy, so the engine is the only difference
     another_dtype = "float16" if record["stamp"]["engine"]["dtype"] != "float16" else "float32"
     other["stamp"]["engine"].update(model_hash="sha256:" + "0" * 64, dtype=another_dtype)
     changed = await replay(other, settings=settings, client=client)
-    assert changed.verdict == "not comparable"
+    assert changed.match == "not comparable"
     assert [r.split(":")[0] for r in changed.reasons] == ["model files (hash)", "dtype"]
 
 
@@ -340,12 +340,12 @@ async def test_a_different_replay_in_bf16_says_a_batch_may_be_the_whole_differen
     }
     client = make_client(settings, api_key="k")
     bf16 = await replay(record, settings=settings, client=client)
-    assert bf16.verdict == "different" and any("batch alone changed every seeded replay" in c for c in bf16.caveats)
+    assert bf16.match == "different" and any("batch alone changed every seeded replay" in c for c in bf16.caveats)
     float32 = {**engine, "dtype": "float32"}
     write_status(settings.status_file, BackendStatus(state="ready", pid=os.getpid(), engine=float32))
     record["stamp"]["engine"] = float32
     plain = await replay(record, settings=settings, client=client)
-    assert plain.verdict == "different" and not any("batch" in c for c in plain.caveats)
+    assert plain.match == "different" and not any("batch" in c for c in plain.caveats)
 
 
 async def test_the_pages_engine_facts_follow_a_server_changed_behind_the_same_url(

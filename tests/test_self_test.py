@@ -129,9 +129,9 @@ def test_other_models_and_external_servers_are_not_tested(tmp_path: Path) -> Non
 @pytest.mark.server
 def test_the_real_server_passes_in_the_hosts_dtype(vllm_server: VLLMServer) -> None:
     """On this machine, the dtype the host chose answers the long known-answer prompt right."""
-    verdict = self_test.ask(vllm_server.url, vllm_server.api_key, vllm_server.settings.resolved_served_name)
-    assert verdict.ok, verdict.problem
-    assert verdict.prompt_tokens >= self_test.MIN_PROMPT_TOKENS and not verdict.problem
+    check = self_test.ask(vllm_server.url, vllm_server.api_key, vllm_server.settings.resolved_served_name)
+    assert check.ok, check.problem
+    assert check.prompt_tokens >= self_test.MIN_PROMPT_TOKENS and not check.problem
     said: list[str] = []
     assert self_test.after_healthy(vllm_server, say=said.append) == (None, "")
     assert said[0].startswith(f"self-test passed in {vllm_server.launch.dtype}")

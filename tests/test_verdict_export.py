@@ -29,7 +29,7 @@ def stored_answers(path: Path, outcomes: list[str]) -> list[str]:
             outcome="complete",
             reasoning="",
             answer=f"answer {sample}",
-            verdict=None,
+            grade=None,
             stamp={},
         )
         record["rchat"]["verdict"] = {

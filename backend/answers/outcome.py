@@ -96,7 +96,7 @@ class AnswerOutcome:
             outcome=self.outcome,
             reasoning=self.reasoning,
             answer=self.answer,
-            verdict=self.grade,
+            grade=self.grade,
             stamp=self.stamp,
             thinking_step_id=thinking_step_id,
         )

@@ -74,7 +74,7 @@ class LiveAnswer:
             outcome="in progress",
             reasoning=self.reasoning,
             answer=self.answer,
-            verdict=None,
+            grade=None,
             stamp=self.stamp(),
             thinking_step_id=thinking_step_id,
         )

@@ -90,10 +90,10 @@ def run_variant(name: str, spec: LaunchSpec, settings: Settings, args: argparse.
     load_before = os.getloadavg()[0]
     log = Path(tempfile.mkdtemp()) / f"vllm-{name}.log"
     with VLLMServer(settings, launch=spec, log_path=log) as server:
-        verdict = self_test.ask(server.url, server.api_key, settings.resolved_served_name)
+        check = self_test.ask(server.url, server.api_key, settings.resolved_served_name)
         say(
             f"{name}: healthy after {server.ready_after:.0f} s, dtype {spec.dtype}, answer "
-            f"{'right' if verdict.ok else 'WRONG'}: {(verdict.answer or verdict.problem)[:70]!r}"
+            f"{'right' if check.ok else 'WRONG'}: {(check.answer or check.problem)[:70]!r}"
         )
         out = {
             "dtype": spec.dtype,
@@ -104,8 +104,8 @@ def run_variant(name: str, spec: LaunchSpec, settings: Settings, args: argparse.
             },
             "ready_s": round(server.ready_after, 1),
             "eager": "--enforce-eager" in spec.argv,
-            "answer_ok": verdict.ok,
-            "answer": verdict.answer or verdict.problem,
+            "answer_ok": check.ok,
+            "answer": check.answer or check.problem,
             "direct": {},
         }
         model = settings.resolved_served_name

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from backend.readiness import Verdict, wait_ready
+from backend.readiness import Readiness, wait_ready
 from backend.server.chat_page import ChatPage, chainlit_argv  # noqa: F401 - chainlit_argv re-exported
 
 
@@ -28,7 +28,7 @@ def chainlit_app(*, ui_port: int, log_dir: Path, env: dict[str, str], timeout: f
     page.start()
     try:
         outcome = wait_ready(page.awaited())
-        if outcome.verdict is not Verdict.READY:
+        if outcome.state is not Readiness.READY:
             raise RuntimeError(str(page.start_failure(outcome)))
         yield page.url
     finally:

@@ -75,7 +75,7 @@ def describe_down(settings: Settings) -> str:
 
 
 def server_warning(settings: Settings) -> str:
-    """What the launcher wants users to know about a running server (the self-test's verdict), or ''."""
+    """What the launcher wants users to know about a running server (the self-test's result), or ''."""
     status = read_status(settings.status_file)
     return status.warning if status else ""
 

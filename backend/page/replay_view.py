@@ -39,7 +39,7 @@ def replay_action() -> cl.Action:
 async def send_replay(
     client: openai.AsyncOpenAI, settings: Settings, *, thread_id: str, answer_id: str, history_off_reason: str
 ) -> None:
-    """Replay the stored answer `answer_id` of this chat and post the verdict with both answers."""
+    """Replay the stored answer `answer_id` of this chat and post the match with both answers."""
     if history_off_reason:
         await notice(f"{history_off_reason} So there is no stored answer to replay.")
         return
@@ -61,6 +61,6 @@ async def send_replay(
         message.content = as_notice(f"The replay did not run: {user_message(err)}")
     else:
         message.content = render_markdown(result)
-        log.info("replay of answer %s: %s", answer_id, result.verdict)
+        log.info("replay of answer %s: %s", answer_id, result.match)
         message.metadata = {RECORD_KEY: {"kind": "replay", "of": answer_id, **result.as_dict()}}
     await message.update()

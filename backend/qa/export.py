@@ -2,7 +2,7 @@
 
 Reads the database read-only: the SQLite file, or PostgreSQL with RCHAT_DATABASE_URL (`history_source`).
 Each record is one answer (a regenerated answer is its own record, with `sample` 2, 3, ...) with its
-question, reasoning, outcome, the answer key's verdict (`verdict`), the QA user's own (`human_verdict`,
+question, reasoning, outcome, the answer key's grade (`verdict`), the QA user's verdict (`human_verdict`,
 see backend/qa/verdicts.py), whether the two agree (`agreement`) and the stamp.
 """
 
@@ -74,7 +74,7 @@ def _records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         record = AnswerRecord.model_validate(meta)
         human = human_verdict(row["feedback_value"], row["feedback_comment"])
-        grade = record.verdict.stored() if record.verdict else None
+        grade = record.grade.stored() if record.grade else None
         # "in progress" is only ever stored while streaming: finding it later means the app stopped.
         outcome = "interrupted (the app stopped while answering)" if record.outcome == "in progress" else record.outcome
         records.append(
@@ -88,7 +88,7 @@ def _records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 reasoning=record.reasoning,
                 answer=record.answer,
                 shown=row["output"] or "",
-                verdict=grade,
+                grade=grade,
                 human_verdict=human,
                 agreement=agreement(grade, human),
                 stamp=record.stamp.stored(),
@@ -117,7 +117,7 @@ def _battle_rows(row: dict[str, Any], battle: dict[str, Any]) -> list[dict[str, 
                 reasoning=record.reasoning,
                 answer=record.answer,
                 shown="",
-                verdict=record.verdict.stored() if record.verdict else None,
+                grade=record.grade.stored() if record.grade else None,
                 human_verdict=None,
                 agreement=None,
                 stamp=record.stamp.stored(),

@@ -1,6 +1,6 @@
 """Replay a stored answer from its stamp: send the same request again and compare the answers.
 
-The verdict is `identical`, `different`, or `not comparable` with the reasons: the engine is not the
+The match is `identical`, `different`, or `not comparable` with the reasons: the engine is not the
 one that answered (another model files hash, dtype, vLLM version, max model length, flags, CPU), the
 answer was sampled without a seed, or it never completed. What could not be checked (facts unknown
 on one side, other requests running at the same time) is listed as caveats: a replay can then still
@@ -61,7 +61,7 @@ class NotReplayable(ChatAppError):
 @dataclass
 class Replay:
     answer_id: str
-    verdict: str  # identical | different | not comparable
+    match: str  # identical | different | not comparable
     reasons: list[str] = field(default_factory=list)  # why not comparable
     caveats: list[str] = field(default_factory=list)  # what could not be checked
     stored_answer: str = ""
@@ -75,7 +75,10 @@ class Replay:
     engine_now: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As `backend replay --json` prints it and the page stores it: the match under the key "verdict"
+        (the key stays for the replays already stored and the scripts that read them)."""
+        fields = asdict(self)
+        return {"answer_id": fields.pop("answer_id"), "verdict": fields.pop("match"), **fields}
 
 
 def find_record(source: Path | PgHistory, answer_id: str, *, thread_id: str | None = None) -> dict[str, Any]:
@@ -198,8 +201,8 @@ async def replay(record: dict[str, Any], *, settings: Settings, client: openai.A
     result.new_finish_reason, result.new_tokens = again.finish_reason, again.stats.completion_tokens
     if not result.reasons:
         same = (result.new_answer, result.new_reasoning) == (result.stored_answer, result.stored_reasoning)
-        result.verdict = "identical" if same else "different"
-    if result.verdict == "different" and now.get("dtype") in HALF_DTYPES:
+        result.match = "identical" if same else "different"
+    if result.match == "different" and now.get("dtype") in HALF_DTYPES:
         result.caveats.append(
             f"the engine computes in {now['dtype']}, where a batch alone changed every seeded replay "
             "we measured (float32: none); if the stored answer or this replay ran beside other "
@@ -223,7 +226,7 @@ async def _prepared(
         )
     return Replay(
         answer_id=record["answer_id"],
-        verdict="not comparable",
+        match="not comparable",
         reasons=reasons,
         caveats=caveats,
         stored_answer=record.get("answer", ""),

@@ -21,7 +21,7 @@ from backend.qa.export import history_source
 from backend.qa.replay import Replay, find_record, replay
 from backend.settings import Settings
 
-VERDICT_WORDS = {"identical": "identical", "different": "DIFFERENT", "not comparable": "NOT COMPARABLE"}
+MATCH_WORDS = {"identical": "identical", "different": "DIFFERENT", "not comparable": "NOT COMPARABLE"}
 
 
 def held_fixed(replay: Replay) -> str:
@@ -62,7 +62,7 @@ def _tokens(count: Any) -> str:
 
 
 def render_text(replay: Replay) -> str:
-    lines = [f"Replay of answer {replay.answer_id}: {VERDICT_WORDS[replay.verdict]}", f"  ({held_fixed(replay)})"]
+    lines = [f"Replay of answer {replay.answer_id}: {MATCH_WORDS[replay.match]}", f"  ({held_fixed(replay)})"]
     lines += [f"  not comparable: {reason}" for reason in replay.reasons]
     lines += [f"  caveat: {caveat}" for caveat in replay.caveats]
     for label, answer, reasoning, count in (
@@ -90,11 +90,11 @@ def _fenced(text: str) -> str:
 
 
 def render_markdown(replay: Replay) -> str:
-    """The replay as a message under the answer: verdict first, then the replay, then what differs."""
-    lines = [f"**Replay: {VERDICT_WORDS[replay.verdict]}** · {held_fixed(replay)}"]
+    """The replay as a message under the answer: the match first, then the replay, then what differs."""
+    lines = [f"**Replay: {MATCH_WORDS[replay.match]}** · {held_fixed(replay)}"]
     lines += [f"- not comparable: {reason}" for reason in replay.reasons]
     lines += [f"- caveat: {caveat}" for caveat in replay.caveats]
-    if replay.verdict == "identical":
+    if replay.match == "identical":
         lines += ["", f"The replay ({_tokens(replay.new_tokens)}) is word for word the stored answer above."]
         return "\n".join(lines)
     lines += [
@@ -134,4 +134,4 @@ def replay_command(settings: Settings, answer_id: str, *, as_json: bool = False)
         print(f"error: {err}{hint}", file=sys.stderr)
         return 2
     print(json.dumps(result.as_dict(), ensure_ascii=False, indent=2) if as_json else render_text(result))
-    return 0 if result.verdict == "identical" else 1
+    return 0 if result.match == "identical" else 1

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from backend.errors import ChatAppError, PortBusy
-from backend.readiness import Outcome, Verdict
+from backend.readiness import Outcome, Readiness
 from backend.server import processes
 from backend.server.supervisor import read_tail
 
@@ -51,7 +51,7 @@ class LoggedChild:
         return first
 
     def start_failure(self, outcome: Outcome) -> ChatAppError:
-        if outcome.verdict is Verdict.TIMED_OUT:
+        if outcome.state is Readiness.TIMED_OUT:
             return ChatAppError(
                 f"{self.label} did not answer on {self.url} within {self.startup_timeout:.0f} s; see {self.log_path}."
             )

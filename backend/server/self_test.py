@@ -36,7 +36,7 @@ FALLBACK_DTYPE = "float32"
 
 
 @dataclass(frozen=True)
-class Verdict:
+class SelfTestResult:
     """One self-test: whether the answer was right, and in words what happened when it was not."""
 
     ok: bool
@@ -45,17 +45,17 @@ class Verdict:
     problem: str = ""
 
 
-def ask(url: str, api_key: str, model: str, *, timeout: float = ANSWER_TIMEOUT) -> Verdict:
-    """Ask each of PROMPTS greedily; right when every answer names Paris (the first wrong one is the verdict)."""
-    verdict = Verdict(ok=False, problem="no test question")
+def ask(url: str, api_key: str, model: str, *, timeout: float = ANSWER_TIMEOUT) -> SelfTestResult:
+    """Ask each of PROMPTS greedily; right when every answer names Paris (the first wrong one is the result)."""
+    result = SelfTestResult(ok=False, problem="no test question")
     for prompt in PROMPTS:
-        verdict = ask_one(url, api_key, model, prompt, timeout=timeout)
-        if not verdict.ok or verdict.problem:
-            return verdict
-    return verdict
+        result = ask_one(url, api_key, model, prompt, timeout=timeout)
+        if not result.ok or result.problem:
+            return result
+    return result
 
 
-def ask_one(url: str, api_key: str, model: str, prompt: str, *, timeout: float = ANSWER_TIMEOUT) -> Verdict:
+def ask_one(url: str, api_key: str, model: str, prompt: str, *, timeout: float = ANSWER_TIMEOUT) -> SelfTestResult:
     """One test question; right when the answer names Paris and the prompt was long enough to tell."""
     body = {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0, "max_tokens": 40}
     try:
@@ -67,22 +67,22 @@ def ask_one(url: str, api_key: str, model: str, prompt: str, *, timeout: float =
         answer = data["choices"][0]["message"]["content"] or ""
         tokens = int(data.get("usage", {}).get("prompt_tokens", 0))
     except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
-        return Verdict(ok=False, problem=f"the test question got no answer ({type(exc).__name__}: {exc})")
+        return SelfTestResult(ok=False, problem=f"the test question got no answer ({type(exc).__name__}: {exc})")
     if EXPECTED not in answer.lower():
-        return Verdict(
+        return SelfTestResult(
             ok=False,
             answer=answer,
             prompt_tokens=tokens,
             problem=f"asked the capital of France in a {tokens}-token prompt, it answered {answer[:80]!r}",
         )
     if tokens < MIN_PROMPT_TOKENS:
-        return Verdict(
+        return SelfTestResult(
             ok=True,
             answer=answer,
             prompt_tokens=tokens,
             problem=f"the prompt was only {tokens} tokens, too short to catch the long-prompt fault",
         )
-    return Verdict(ok=True, answer=answer, prompt_tokens=tokens)
+    return SelfTestResult(ok=True, answer=answer, prompt_tokens=tokens)
 
 
 def applies(server: VLLMServer) -> bool:
@@ -106,23 +106,23 @@ def after_healthy(server: VLLMServer, *, say: Callable[[str], None]) -> tuple[st
     if not applies(server):
         return None, ""
     dtype = server.launch.dtype or "the model's dtype"
-    verdict = ask(server.url, server.api_key, server.settings.resolved_served_name)
-    if verdict.ok:
-        say(f"self-test passed in {dtype}: {verdict.answer.strip()[:60]!r}")
+    result = ask(server.url, server.api_key, server.settings.resolved_served_name)
+    if result.ok:
+        say(f"self-test passed in {dtype}: {result.answer.strip()[:60]!r}")
         return None, ""
-    if not verdict.answer:  # no answer at all (an error, a timeout): not a wrong dtype; the page works on
-        say(f"self-test could not run: {verdict.problem}")
+    if not result.answer:  # no answer at all (an error, a timeout): not a wrong dtype; the page works on
+        say(f"self-test could not run: {result.problem}")
         return None, ""
     if amx_workaround_applies(server):
         server.settings = server.settings.model_copy(update={"onednn_amx": False})
         server.launch = build_launch(server.settings, api_key=server.api_key)
         return (
-            f"self-test failed in bfloat16 with oneDNN's AMX kernels ({verdict.problem}); "
+            f"self-test failed in bfloat16 with oneDNN's AMX kernels ({result.problem}); "
             "starting it again with oneDNN kept off AMX"
         ), ""
     if server.settings.dtype != "auto" or server.launch.dtype == FALLBACK_DTYPE:
         warning = (
-            f"The model's answers are probably wrong: the start-up self-test in {dtype} failed ({verdict.problem})."
+            f"The model's answers are probably wrong: the start-up self-test in {dtype} failed ({result.problem})."
         )
         if server.settings.dtype not in ("auto", FALLBACK_DTYPE):
             warning += " RCHAT_DTYPE is set; unset it to let the app choose, or set RCHAT_DTYPE=float32."
@@ -132,6 +132,6 @@ def after_healthy(server: VLLMServer, *, say: Callable[[str], None]) -> tuple[st
     server.launch = build_launch(server.settings, api_key=server.api_key)
     note = (
         f"The model runs in {FALLBACK_DTYPE} (slower) because in {dtype} it answered a test question "
-        f"wrong at start-up ({verdict.problem})."
+        f"wrong at start-up ({result.problem})."
     )
-    return f"self-test failed in {dtype} ({verdict.problem}); starting it in {FALLBACK_DTYPE}", note
+    return f"self-test failed in {dtype} ({result.problem}); starting it in {FALLBACK_DTYPE}", note

@@ -29,7 +29,7 @@ from typing import Protocol
 import httpx
 
 from backend.errors import ChatAppError, ServerStartError
-from backend.readiness import Awaited, Outcome, Verdict
+from backend.readiness import Awaited, Outcome, Readiness
 from backend.server.restart_policy import RestartPolicy
 
 REAP_GRACE = 3.0  # a crashed child's leftovers get this long after SIGTERM before SIGKILL
@@ -136,9 +136,9 @@ class Supervised:
     def _tick_starting(self, http: httpx.Client) -> None:
         assert self._awaited is not None
         outcome = self._awaited.probe(http)
-        if outcome.verdict is Verdict.WAITING:
+        if outcome.state is Readiness.WAITING:
             self.child.on_wait(outcome)
-        elif outcome.verdict is Verdict.READY:
+        elif outcome.state is Readiness.READY:
             if self.after_ready is None or self.relaunches >= MAX_RELAUNCHES:
                 self._ready()
             else:

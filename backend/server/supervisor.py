@@ -20,7 +20,7 @@ from pathlib import Path
 from backend.engine.cpu_compile import INDUCTOR_ENV
 from backend.engine.vllm_command import LaunchSpec, build_launch, model_problem, server_environ
 from backend.errors import ModelNotUsable, PortBusy, ServerExited, ServerStartError, StartupTimeout
-from backend.readiness import Awaited, Outcome, Verdict, never_gone, process_gone, wait_ready
+from backend.readiness import Awaited, Outcome, Readiness, never_gone, process_gone, wait_ready
 from backend.server import compile_cache, processes
 from backend.settings import Settings, new_api_key
 
@@ -158,7 +158,7 @@ class VLLMServer:
         )
 
     def start_failure(self, outcome: Outcome) -> ServerStartError:
-        if outcome.verdict is Verdict.TIMED_OUT:
+        if outcome.state is Readiness.TIMED_OUT:
             return StartupTimeout(
                 f"The model server did not become healthy within {self.settings.startup_timeout:.0f} s "
                 f"(last phase: {self.phase}). Raise RCHAT_STARTUP_TIMEOUT if the machine is slow.",
@@ -175,7 +175,7 @@ class VLLMServer:
     def wait_healthy(self) -> float:
         """Block until /health answers; return seconds since start. Fails fast if vLLM exits."""
         outcome = wait_ready(self.awaited(), on_wait=self.on_wait)
-        if outcome.verdict is not Verdict.READY:
+        if outcome.state is not Readiness.READY:
             raise self.start_failure(outcome)
         self.ready_after, self.phase = outcome.elapsed, "ready"
         return self.ready_after

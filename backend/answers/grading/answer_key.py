@@ -31,7 +31,7 @@ class Grade:
     read: str | None  # the final answer as read (the value), None when none was found
     found_in: str | None = None  # the sentence it was read from (or the \boxed{} content)
     # Where it was read: "boxed", "marked" ("answer:"), "conclusion" ("So, ..."), "claim", "repeated" (a
-    # cut-off answer looping on one answer); for an unclear verdict with found_in, why: "hedges",
+    # cut-off answer looping on one answer); for an unclear grade with found_in, why: "hedges",
     # "unsolved"; "cut off" for a cut-off answer that stated none; None when nothing was found.
     how: str | None = None
 
@@ -77,7 +77,7 @@ def _repeated(question: Question, answer_text: str, times: int = 3) -> final_ans
 
 
 def check(question_text: str, answer_text: str, *, cut_off: bool = False) -> Grade | None:
-    """The verdict on the answer's final answer when the question is in the key, else None.
+    """The grade of the answer's final answer when the question is in the key, else None.
 
     `cut_off`: the answer stopped at the token limit; only an answer it stated explicitly ("the answer
     is ...", \\boxed{}) counts then, as where it was heading is unknown.

@@ -221,8 +221,8 @@ def phrases(text: str, accept: tuple[str, ...], reject: tuple[str, ...]) -> list
     "not all flowers are roses" is not read as "all flowers are roses"."""
     found: list[Value] = []
     forms = sorted([("reject", f) for f in reject] + [("accept", f) for f in accept], key=lambda vf: -len(vf[1]))
-    for verdict, form in forms:
+    for stance, form in forms:
         for m in re.finditer(rf"(?<![\w-]){re.escape(form)}(?![\w-])", text, re.IGNORECASE):
             if not any(v.start < m.end() and m.start() < v.start + len(v.text) for v in found):
-                found.append(Value(m.group(), (verdict, form.lower()), m.start()))
+                found.append(Value(m.group(), (stance, form.lower()), m.start()))
     return sorted(found, key=lambda v: v.start)
