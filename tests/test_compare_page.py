@@ -7,8 +7,6 @@ both sides stream at once and end on cue); the contenders are two setups of that
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from backend.qa.compare.battles import battles_from_records, load_battle_records
 from backend.qa.export import load_records
 from backend.settings import PROJECT_ROOT
 from tests.conftest import CLEAR_QUESTION, free_port
+from tests.harness_cli import replay_cli
 from tests.ui_harness import browser_page, chainlit_app, send, shot, wait_for
 
 pytestmark = [pytest.mark.browser]
@@ -78,16 +77,8 @@ def test_a_blind_comparison_streams_side_by_side_and_reveals_after_the_vote(comp
     assert battle.winner == "a" and battle.a == record["contenders"]["A"]
     rows = [r for r in load_records(history) if "battle" in r]
     assert {r["answer_id"].rsplit(":", 1)[1] for r in rows} == {"A", "B"} and all(r["stamp"] for r in rows)
-    env = {"RCHAT_BASE_URL": compare_app[2], "RCHAT_DATA_DIR": str(history.parent), "PATH": "/usr/bin:/bin"}
-    replayed = subprocess.run(
-        [sys.executable, "-m", "backend", "replay", rows[0]["answer_id"]],
-        env=env,
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    env = {"RCHAT_BASE_URL": compare_app[2], "RCHAT_DATA_DIR": str(history.parent)}
+    replayed = replay_cli(env, rows[0]["answer_id"], timeout=120)
     assert f"Replay of answer {rows[0]['answer_id']}" in replayed.stdout, replayed.stdout + replayed.stderr
     assert "9.8 is bigger." in replayed.stdout
 

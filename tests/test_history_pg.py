@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,8 +19,8 @@ from backend.qa import history_pg
 from backend.qa.history_db import SCHEMA_VERSION, TABLES, HistoryUnavailable
 from backend.qa.setup import history_problem, preflight, set_up
 from backend.server.processes import free_port
-from backend.settings import PROJECT_ROOT
 from tests.conftest import make_settings
+from tests.harness_cli import backend_cli, one_question, qa_run_cli
 from tests.pg_server import new_database, throwaway_server
 
 
@@ -192,16 +190,7 @@ def test_votes_stored_in_postgresql_reach_the_board_and_the_preference_export(ur
     source = history_source(make_settings(tmp_path, database_url=url))
     [stored] = load_battle_records(source)
     assert [(b.a, b.b, b.winner) for b in battles_from_records([stored])] == [("x", "y", "a")]
-    env = {"RCHAT_DATABASE_URL": url, "RCHAT_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        [sys.executable, "-m", "backend", "export", "--votes"],
-        env=env,
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = backend_cli({"RCHAT_DATABASE_URL": url, "RCHAT_DATA_DIR": str(tmp_path)}, "export", "--votes")
     assert done.returncode == 0, done.stderr
     [line] = [json.loads(x) for x in done.stdout.splitlines()]
     assert line["chosen"] == [{"role": "assistant", "content": "one"}] and line["chosen_model"] == "x"
@@ -213,37 +202,13 @@ def test_an_accuracy_run_stores_its_answers_in_postgresql(url: str, tmp_path: Pa
     from backend.qa.export import load_records
     from backend.qa.history_pg import PgHistory
 
-    key = json.loads((PROJECT_ROOT / "backend/answers/grading/questions.json").read_text())
-    key["questions"] = [q for q in key["questions"] if "9.11" in q["question"]][:1]
-    (tmp_path / "one.json").write_text(json.dumps(key))
     env = {
         "RCHAT_DATABASE_URL": url,
         "RCHAT_BASE_URL": fake_server_url,
         "RCHAT_DATA_DIR": str(tmp_path),
         "RCHAT_LOG_DIR": str(tmp_path),
-        "PATH": "/usr/bin:/bin",
     }
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "backend",
-            "qa",
-            "run",
-            "--samples",
-            "2",
-            "--questions",
-            str(tmp_path / "one.json"),
-            "--results",
-            str(tmp_path / "results"),
-        ],
-        env=env,
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = qa_run_cli(env, one_question(tmp_path), tmp_path / "results")
     assert done.returncode == 0, done.stdout + done.stderr
     records = load_records(PgHistory(url))
     assert len(records) == 2 and {r["verdict"]["outcome"] for r in records} == {"correct"}

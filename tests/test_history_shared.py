@@ -121,10 +121,8 @@ print(prepare(folder / "history.sqlite3"))
 def test_pages_starting_together_migrate_an_older_file_once(tmp_path: Path) -> None:
     """Every page prepares the database at start: on a file of an older schema, one migrates (after one
     backup) while the others wait for its write lock and then find the schema current."""
-    from tests.test_history_db import OLDER_SCHEMA
-
     with sqlite3.connect(tmp_path / "history.sqlite3") as db:
-        db.executescript(OLDER_SCHEMA)
+        db.executescript((Path(__file__).parent / "data" / "history-schema-0.sql").read_text())
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", PREPARE_WHEN_TOLD, str(tmp_path), str(w)],

@@ -108,7 +108,8 @@ def test_a_dropped_connection_gets_back_every_word_in_order(app) -> None:
 def test_through_the_balancer_a_tab_on_the_other_page_process_follows_the_saves(tmp_path, fake_server_url) -> None:
     """Two page processes behind HAProxy: a reload stays on its process and joins the answer there; a
     second browser lands on the other process, which follows the answer through its saves."""
-    from tests.test_page_pool import COOKIE, BalancedService
+    from backend.server.balancer import COOKIE
+    from tests.harness_cli import BalancedService
 
     with BalancedService(tmp_path, fake_server_url) as service:
         service.wait_for("chat ready at")

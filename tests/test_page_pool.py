@@ -12,10 +12,7 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import threading
 import time
-from pathlib import Path
 
 import httpx
 import psutil
@@ -25,8 +22,9 @@ from backend.server import balancer, page_pool, processes
 from backend.server.balancer import COOKIE, Balancer, haproxy_argv, haproxy_config
 from backend.server.page_pool import GPU_PAGE_WORKERS, PagePool, page_workers, plan
 from backend.server.supervision import Hooks
-from backend.settings import PAGE_REPLICA_ENV, PROJECT_ROOT, page_replica
-from tests.conftest import free_ports, make_settings
+from backend.settings import PAGE_REPLICA_ENV, page_replica
+from tests.conftest import make_settings
+from tests.harness_cli import BalancedService
 
 HAPROXY = balancer.find_haproxy()
 needs_haproxy = pytest.mark.skipif(HAPROXY is None, reason="HAProxy is not installed (apt-get install haproxy)")
@@ -117,82 +115,6 @@ def test_a_page_knows_its_place_from_the_launchers_variable(monkeypatch) -> None
 
 
 # --- the real launcher, two real pages and HAProxy, on the fake OpenAI server ---
-
-
-class BalancedService:
-    """`python -m backend run` with RCHAT_PAGE_WORKERS=2 in external mode; remembers what it printed."""
-
-    def __init__(self, tmp_path: Path, server_url: str, workers: int = 2, **extra: str) -> None:
-        self.ui_port, vllm_port = free_ports(2)
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
-        env = {
-            **clean,
-            "RCHAT_BASE_URL": server_url,
-            "RCHAT_PAGE_WORKERS": str(workers),
-            "RCHAT_UI_PORT": str(self.ui_port),
-            "RCHAT_VLLM_PORT": str(vllm_port),
-            "RCHAT_LOG_DIR": str(tmp_path),
-            "RCHAT_DATA_DIR": str(tmp_path / "data"),
-            "RCHAT_UI_STARTUP_TIMEOUT": "300",
-            **extra,
-        }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "backend", "run"],
-            env=env,
-            cwd=PROJECT_ROOT,
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.append(line)
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.ui_port}"
-
-    def wait_for(self, text: str, timeout: float = 400) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.output:
-            assert self.proc.poll() is None and time.monotonic() < deadline, f"no {text!r} in:\n{self.output}"
-            time.sleep(0.2)
-
-    def internal_ports(self) -> list[int]:
-        found = re.search(r"behind HAProxy on :\d+ \(internal ports ([\d, ]+)\)", self.output)
-        assert found, self.output
-        return [int(p) for p in found.group(1).split(", ")]
-
-    def page_pid(self, index: int) -> int | None:
-        """The pid of page `index` (its RCHAT_PAGE_REPLICA says which), or None while there is none."""
-        for proc in psutil.Process(self.proc.pid).children(recursive=True):
-            try:
-                if "backend.page.serve" in " ".join(proc.cmdline()) and proc.environ().get(
-                    PAGE_REPLICA_ENV, ""
-                ).startswith(f"{index}/"):
-                    return proc.pid
-            except psutil.Error:
-                continue
-        return None
-
-    def __enter__(self) -> BalancedService:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # the watchdog stops the rest
 
 
 def page_cookie(response: httpx.Response) -> str | None:

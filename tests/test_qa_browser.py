@@ -5,38 +5,38 @@ resume the chat, change a verdict, and list where the person and the answer key 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from backend.answers.grading.question_set import starters
 from backend.qa.export import load_records
 from backend.qa.verdicts import key_outcome
 from backend.server.supervisor import VLLMServer
-from backend.settings import PROJECT_ROOT
 from tests.conftest import free_port
-from tests.ui_harness import CHROMIUM, CHROMIUM_ARGS, answers, chainlit_app, send, shot, wait_for
+from tests.harness_cli import add_user, backend_cli
+from tests.ui_harness import (
+    PASSWORD,
+    USER,
+    answers,
+    chainlit_app,
+    chromium,
+    download_of,
+    log_in,
+    send,
+    set_verdict,
+    shot,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
-USER, PASSWORD = "alice", "correct horse battery"
-KEYED = starters()[0].question  # a question of the answer key, so each answer gets the key's verdict too
+KEYED = starters()[0].question  # a question of the answer key, so each answer gets the key's grade too
 
 
 @pytest.fixture(scope="module")
 def qa_env(vllm_server: VLLMServer, tmp_path_factory) -> dict[str, str]:
     data = tmp_path_factory.mktemp("qa-browser-data")
-    subprocess.run(
-        [sys.executable, "-m", "backend", "user", "add", USER, "--password-stdin"],
-        input=PASSWORD + "\n",
-        text=True,
-        check=True,
-        cwd=PROJECT_ROOT,
-        env={"RCHAT_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"},
-    )
+    add_user(data, USER, PASSWORD)
     return {
         "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),
         "RCHAT_API_KEY": vllm_server.api_key,
@@ -44,29 +44,6 @@ def qa_env(vllm_server: VLLMServer, tmp_path_factory) -> dict[str, str]:
         "RCHAT_DEFAULT_MAX_TOKENS": "40",
         "RCHAT_DATA_DIR": str(data),
     }
-
-
-@contextmanager
-def chromium(downloads: Path):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, downloads_path=str(downloads)
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-            page.set_default_timeout(90_000)  # a loaded shared machine can take over 30 s to render the login
-            yield page
-        finally:
-            browser.close()
-
-
-def log_in(page, url: str, password: str = PASSWORD) -> None:
-    page.goto(url)
-    page.fill("#email", USER)
-    page.fill("#password", password)
-    page.locator('button[type="submit"]').click()
 
 
 def records(env: dict[str, str]) -> list[dict]:
@@ -78,26 +55,12 @@ def verdict_label(button) -> str:
     return button.evaluate("b => getComputedStyle(b, '::after').content").strip('"')
 
 
-def set_verdict(page, button, comment: str = "") -> None:
-    button.click()
-    if comment:
-        page.get_by_placeholder("Why is it right or wrong?").fill(comment)
-    page.locator("#submit-feedback").click()
-
-
 def human(env: dict[str, str]) -> list[dict | None]:
     return [r["human_verdict"] for r in records(env) if r["question"] == KEYED]
 
 
 def export_cli(env: dict[str, str], *args: str) -> list[dict]:
-    done = subprocess.run(
-        [sys.executable, "-m", "backend", "export", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=PROJECT_ROOT,
-        env={"RCHAT_DATA_DIR": env["RCHAT_DATA_DIR"], "PATH": "/usr/bin:/bin"},
-    )
+    done = backend_cli({"RCHAT_DATA_DIR": env["RCHAT_DATA_DIR"]}, "export", *args)
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
@@ -164,17 +127,3 @@ def test_log_in_verdicts_regenerate_export_then_restart_resume_and_change_a_verd
     }
     assert {r["answer_id"] for r in export_cli(qa_env, "--disagreements")} == disagree
     assert len(export_cli(qa_env, "--human-verdicts")) == 2
-
-
-def download_of(page, link, tries: int = 3) -> Path:
-    """Click the export link as a user would, again if no download starts: on a loaded machine a
-    click can land while Chainlit re-renders the message and start nothing (seen once in CI)."""
-    for attempt in range(1, tries + 1):
-        try:
-            with page.expect_download(timeout=30_000) as download:
-                link.click()
-            return Path(download.value.path())
-        except PlaywrightTimeout:
-            if attempt == tries:
-                raise
-    raise AssertionError("unreachable")

@@ -10,7 +10,6 @@ import asyncio
 import copy
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -33,6 +32,7 @@ from backend.server import processes
 from backend.server_status import BackendStatus, read_status, write_status
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_ports, make_settings
+from tests.harness_cli import replay_cli
 from tests.ui_harness import chainlit_app
 
 QUESTION = "Name three animals that live in the sea."
@@ -221,18 +221,6 @@ def settings_of(served: dict[str, str]):
         ui_port=int(served["RCHAT_UI_PORT"]),
         vllm_port=int(served["RCHAT_VLLM_PORT"]),
         api_key=served["RCHAT_API_KEY"],
-    )
-
-
-def replay_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "backend", "replay", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=PROJECT_ROOT,
-        env={**env, "PATH": "/usr/bin:/bin"},
-        timeout=600,
     )
 
 

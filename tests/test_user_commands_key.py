@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from backend.__main__ import _asking_settings
-from backend.qa.accuracy_cli import QUESTIONS_FILE
 from backend.qa.export import load_records
 from backend.server import processes
 from backend.server_status import commands_api_key, key_file, read_status, remove_key, write_key
 from backend.settings import PROJECT_ROOT
 from tests.conftest import free_ports, make_settings
+from tests.harness_cli import one_question, qa_run_cli, replay_cli
 
 
 def dead_pid() -> int:
@@ -101,27 +101,6 @@ def test_the_cli_asks_with_the_running_apps_key(tmp_path: Path) -> None:
 # --- the user's path, on the real server -----------------------------------------------------------------------
 
 
-def one_question(folder: Path) -> Path:
-    data = json.loads(QUESTIONS_FILE.read_text())
-    data["questions"] = data["questions"][:1]
-    path = folder / "one.json"
-    path.write_text(json.dumps(data))
-    return path
-
-
-def backend_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    """A second terminal: the same settings as the app's (here: its ports and folders), no RCHAT_API_KEY."""
-    return subprocess.run(
-        [sys.executable, "-m", "backend", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=PROJECT_ROOT,
-        env={**env, "PATH": "/usr/bin:/bin"},
-        timeout=600,
-    )
-
-
 def start_launcher(log_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
     """`python -m backend serve` (the launcher, without the page) on defaults: RCHAT_API_KEY unset."""
     ui_port, vllm_port = free_ports(2)
@@ -157,40 +136,17 @@ def test_qa_run_and_replay_work_beside_a_running_app_without_rchat_api_key(tmp_p
         assert stat.S_IMODE(path.stat().st_mode) == 0o600 and key
         assert key not in (tmp_path / "serve.out").read_text()  # never in the launcher's log
         assert not any(key in p.read_text(errors="replace") for p in tmp_path.rglob("*.log"))
-        done = backend_cli(
-            env,
-            "qa",
-            "run",
-            "--samples",
-            "1",
-            "--parallel",
-            "1",
-            "--max-tokens",
-            "8",
-            "--questions",
-            str(one_question(tmp_path)),
-            "--results",
-            str(tmp_path / "results"),
-        )
+        questions, results = one_question(tmp_path), tmp_path / "results"
+        done = qa_run_cli(env, questions, results, "--parallel", "1", "--max-tokens", "8", samples=1)
         said = done.stdout + done.stderr
         assert done.returncode == 0 and "API key" not in said and "1 answer(s) stored" in said, said
         [record] = load_records(tmp_path / "data" / "history.sqlite3")
         assert record["answer"].strip(), record
-        again = backend_cli(env, "replay", record["answer_id"])
+        again = replay_cli(env, record["answer_id"])
         said = again.stdout + again.stderr
         assert again.returncode in (0, 1) and "API key" not in said, said  # identical or different, but replayed
         assert f"Replay of answer {record['answer_id']}" in again.stdout
-        wrong = backend_cli(
-            {**env, "RCHAT_API_KEY": "not-the-key"},
-            "qa",
-            "run",
-            "--samples",
-            "1",
-            "--questions",
-            str(one_question(tmp_path)),
-            "--results",
-            str(tmp_path / "results"),
-        )
+        wrong = qa_run_cli({**env, "RCHAT_API_KEY": "not-the-key"}, questions, results, samples=1)
         assert wrong.returncode == 2 and "refused the API key" in wrong.stderr, wrong.stderr  # set, it wins
     finally:
         processes.stop_group(launcher, grace=30)

@@ -12,6 +12,7 @@ from backend.bench.ui_process import chainlit_app  # noqa: F401 - re-exported fo
 from backend.settings import PROJECT_ROOT
 
 SHOTS = PROJECT_ROOT / ".cache" / "screenshots"
+USER, PASSWORD = "alice", "correct horse battery"  # the QA user the login tests add (harness_cli.add_user)
 
 
 def shot(name: str) -> Path:
@@ -50,6 +51,54 @@ def browser_page(url: str, *, screenshot: Path | None = None, wait_s: float = 30
             if screenshot:
                 page.screenshot(path=str(screenshot), full_page=True)
             browser.close()
+
+
+@contextmanager
+def chromium(downloads: Path):
+    """A real Chromium page on nothing yet, for tests that log in or download (into `downloads`)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, downloads_path=str(downloads)
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            page.set_default_timeout(90_000)  # a loaded shared machine can take over 30 s to render the login
+            yield page
+        finally:
+            browser.close()
+
+
+def log_in(page, url: str, password: str = PASSWORD) -> None:
+    page.goto(url)
+    page.fill("#email", USER)
+    page.fill("#password", password)
+    page.locator('button[type="submit"]').click()
+
+
+def set_verdict(page, button, comment: str = "") -> None:
+    """Click Right or Wrong under an answer, with an optional comment, as a QA user does."""
+    button.click()
+    if comment:
+        page.get_by_placeholder("Why is it right or wrong?").fill(comment)
+    page.locator("#submit-feedback").click()
+
+
+def download_of(page, link, tries: int = 3) -> Path:
+    """Click the export link as a user would, again if no download starts: on a loaded machine a
+    click can land while Chainlit re-renders the message and start nothing."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(1, tries + 1):
+        try:
+            with page.expect_download(timeout=30_000) as download:
+                link.click()
+            return Path(download.value.path())
+        except PlaywrightTimeout:
+            if attempt == tries:
+                raise
+    raise AssertionError("unreachable")
 
 
 def send(page, text: str, tries: int = 3) -> None:
