@@ -2,8 +2,9 @@
 
 Folders are roles (docs/architecture.md): page -> qa -> answers -> chat -> engine -> shared modules, and
 server -> engine; server and qa never import each other; nothing imports the tests; Chainlit is imported
-only by the page (backend/page) and app.py, its hooks. The size rules hold for the product; the
-benchmark harness (backend/bench) is exempt.
+only by the page (backend/page) and app.py, its hooks; test files share helpers through the harness
+modules, not through each other. The size rules hold for the product; the benchmark harness
+(backend/bench) is exempt.
 """
 
 from __future__ import annotations
@@ -93,3 +94,14 @@ def test_modules_and_functions_stay_small(path: Path) -> None:
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert not long, f"{path.name}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_tests_share_helpers_through_the_harness_not_through_each_other() -> None:
+    """A helper two test files need lives in a harness module (tests/ui_harness.py, tests/harness_cli.py),
+    never in a test_*.py file that another imports."""
+    wrong = {
+        path.name: found
+        for path in sorted((PROJECT_ROOT / "tests").glob("*.py"))
+        if (found := sorted(m for m in imports(path) if m.startswith("tests.test_")))
+    }
+    assert not wrong, f"test files importing other test files: {wrong}"
