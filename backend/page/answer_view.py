@@ -43,8 +43,8 @@ class AnswerView:
     def _ensure_reply(self) -> cl.Message:
         """The answer message, created when answer text (or the end) arrives: after the thinking step."""
         if self.reply is None:
-            # Dated now: Chainlit dates a streamed message only at its final send, so partial saves
-            # stored it undated and exports listed an answer still streaming before the earlier ones.
+            # Dated now: Chainlit dates a streamed message only at its final send, and a partial save
+            # without a date would list an answer still streaming before the earlier ones in exports.
             self.reply = cl.Message(content="", created_at=utc_now())
         return self.reply
 

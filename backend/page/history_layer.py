@@ -45,8 +45,8 @@ class HistoryLayer(SQLAlchemyDataLayer):
         self._user_lock = asyncio.Lock()
 
     async def create_user(self, user):
-        """Chainlit's create_user reads, then inserts: two first logins of one user at once (two tabs, or
-        two page processes) raced into a UNIQUE-constraint error. An insert that yields to the winner does not."""
+        """Chainlit's create_user reads, then inserts: two first logins of one user at once (two tabs, or two
+        page processes) would race into a UNIQUE-constraint error. An insert that yields to the winner does not."""
         async with self._user_lock:
             if await self.get_user(user.identifier) is None:
                 await self.execute_sql(

@@ -1,8 +1,8 @@
 """Serve the chat page (app.py) as `chainlit run --headless` does, without nest_asyncio.
 
 Importing `chainlit.cli` calls `nest_asyncio.apply()`, which swaps asyncio's C tasks and futures for
-the pure-Python ones and patches every loop iteration: under 64 sessions that was a large share of
-the page process's time (docs/benchmark.md). This runner does what `run_chainlit` does for
+the pure-Python ones and patches every loop iteration, a cost the page process pays on every await
+(the profile: docs/benchmark.md, "The third round"). This runner does what `run_chainlit` does for
 `run --headless` (load the app, the JWT secret, the welcome page, uvicorn on the plain asyncio loop)
 without importing `chainlit.cli`.
 

@@ -5,7 +5,7 @@ so tokens are collected and sent at most every `interval` seconds; the first one
 Each update costs the page process about the same whatever its size, so with more than
 STREAMS_AT_BASE answers streaming in this process the interval grows in proportion (up to
 MAX_INTERVAL): the page then sends fewer, larger updates instead of falling behind all of them.
-One answer alone keeps the base interval (50 ms by default), so it still streams smoothly.
+One answer alone keeps the base interval (RCHAT_UI_FLUSH_INTERVAL), so it still streams smoothly.
 """
 
 from __future__ import annotations
