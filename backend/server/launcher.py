@@ -30,7 +30,7 @@ from backend.engine.launch_facts import launch_facts
 from backend.engine.vllm_command import LaunchSpec
 from backend.errors import ChatAppError
 from backend.model_info import model_files_hash
-from backend.server import self_test
+from backend.server import console, self_test
 from backend.server.console import ProgressPrinter, say
 from backend.server.page_pool import PagePool, plan
 from backend.server.restart_policy import RestartPolicy
@@ -139,7 +139,7 @@ class Launcher:
             self._publish("external" if self.settings.external else "ready", "ready")
             if sup.relaunches == 0 and self.server.ready_after is None:
                 self.server.ready_after = time.monotonic() - (self.server.started_at or self.started)
-                say(f"vLLM healthy after {self.server.ready_after:.1f} s")
+                say(console.healthy(self.server.ready_after))
             self.server.note_ready()
             self._announce()
         elif sup.state is State.BACKOFF:
@@ -151,7 +151,7 @@ class Launcher:
         elif sup.state is State.GAVE_UP:
             self._publish("failed", message=sup.reason)
             if self.with_ui:
-                say("the chat page stays up and tells its users; Ctrl-C stops it")
+                say(console.PAGE_STAYS_UP)
 
     def _announce(self) -> None:
         """Say where the page is once it serves, and once more when the model is ready too."""
@@ -160,14 +160,11 @@ class Launcher:
         shown = "localhost" if self.settings.ui_host in ("127.0.0.1", "0.0.0.0") else self.settings.ui_host
         url, took = f"http://{shown}:{self.settings.ui_port}", time.monotonic() - self.started
         if "page" not in self.announced and not self.vllm.ever_ready:
-            say(
-                f"chat page up at {url} after {took:.1f} s: it shows how vLLM's start goes, and questions asked "
-                "there are answered once vLLM is ready (Ctrl-C stops everything)"
-            )
+            say(console.page_up(url, took))
         self.announced.add("page")
         if "ready" not in self.announced and self.vllm.ever_ready:
             self.announced.add("ready")
-            say(f"chat ready at {url} after {took:.1f} s (Ctrl-C stops everything)")
+            say(console.chat_ready(url, took))
 
     # --- the engine facts for the answers' stamps ---
     def _refresh_engine(self) -> None:
@@ -192,7 +189,7 @@ class Launcher:
                 future.set_result(model_files_hash(self.settings.resolved_model))
             except Exception as err:  # noqa: BLE001 - the stamp says "unknown" rather than stop the start
                 future.set_result(None)
-                say(f"the model files could not be hashed for the answers' stamps: {err!r}")
+                say(console.not_hashed(err))
 
         self.model_hash = future
         threading.Thread(target=work, name="model-hash", daemon=True).start()
@@ -216,7 +213,7 @@ class Launcher:
             return self._loop()
         except ChatAppError as err:
             self._publish("failed", message=str(err).splitlines()[0])
-            say(f"error: {err}")
+            say(console.error(err))
             return 1
         finally:
             self._stop_all()
@@ -231,15 +228,10 @@ class Launcher:
     def _say_starting(self) -> None:
         s = self.settings
         if s.external:
-            say(f"external mode: waiting on {s.base_url}/health (nothing is launched)")
+            say(console.external(s.base_url))
         else:
-            say(f"starting vLLM on {s.server_url} ({self.server.launch.device}), model {s.resolved_model}")
-            say(f"vLLM log: {self.server.log_path}")
-            say(f"dtype {self.server.launch.dtype or 'auto'}: {self.server.launch.why}")
-            if self.server.launch.threads:
-                say(f"CPU threads: {self.server.launch.threads}")
-            if self.server.launch.compile:
-                say(f"CPU compile: {self.server.launch.compile}")
+            for line in console.starting(s.server_url, s.resolved_model, self.server.log_path, self.server.launch):
+                say(line)
             self._refresh_engine()  # the model hash follows from a thread (_start_hashing)
         if self.with_ui:
             say(self.pages.describe())
@@ -258,18 +250,18 @@ class Launcher:
                 if (failed := self.pages.error()) is not None:
                     raise failed
                 if (gone := self.pages.gave_up()) is not None:
-                    say(f"{gone.name} cannot be kept up; stopping vLLM")
+                    say(console.cannot_keep_up(gone.name))
                     return 1
                 if self.vllm.state is State.GAVE_UP and not self.with_ui:
                     return 1  # no page to explain it on
                 time.sleep(TICK)
-        say(f"got {signal.Signals(self.stop_signal).name}, stopping")
+        say(console.got_signal(self.stop_signal))
         return 128 + self.stop_signal
 
     def _stop_all(self) -> None:
         self.pages.stop(grace=10)
         if self.server.proc is not None:
-            say("stopping vLLM")
+            say(console.STOPPING_VLLM)
         self.vllm.stop(grace=STOP_GRACE)
         if self.state.state != "failed":
             self._publish("stopped")
@@ -279,7 +271,7 @@ class Launcher:
             self.watchdog.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.watchdog.kill()
-        say("all stopped")
+        say(console.ALL_STOPPED)
 
 
 def run(

@@ -57,4 +57,5 @@ class RestartPolicy:
         return state
 
     def describe_limit(self) -> str:
-        return f"at most {self.max_restarts} restarts in {self.window:.0f} s"
+        restarts = "restart" if self.max_restarts == 1 else "restarts"
+        return f"at most {self.max_restarts} {restarts} in {self.window:.0f} s"

@@ -30,6 +30,7 @@ import httpx
 
 from backend.errors import ChatAppError, ServerStartError
 from backend.readiness import Awaited, Outcome, Readiness
+from backend.server import console
 from backend.server.restart_policy import RestartPolicy
 
 REAP_GRACE = 3.0  # a crashed child's leftovers get this long after SIGTERM before SIGKILL
@@ -156,14 +157,14 @@ class Supervised:
         try:
             relaunch_because = self._check.result()
         except Exception as err:  # noqa: BLE001 - a broken check must not take the server down
-            self.hooks.say(f"the check after {self.name} started failed ({err!r}); keeping it as it is")
+            self.hooks.say(console.check_failed(self.name, err))
             relaunch_because = None
         if relaunch_because is None:
             self._ready()
             return
         self.relaunches += 1
         self.relaunch_reason = relaunch_because
-        self.hooks.say(f"starting {self.name} again: {relaunch_because}")
+        self.hooks.say(console.starting_again(self.name, relaunch_because))
         self._reap(REAP_GRACE)
         try:
             self._launch()
@@ -172,7 +173,7 @@ class Supervised:
 
     def _ready(self) -> None:
         if self.ever_ready:
-            self.hooks.say(f"{self.name} is healthy again")
+            self.hooks.say(console.healthy_again(self.name))
         self.ever_ready, self.relaunches = True, 0
         self._set(State.RUNNING)
 
@@ -184,19 +185,11 @@ class Supervised:
         self.reason = reason
         if decision.restart:
             self.restart_at = time.monotonic() + decision.delay
-            self.hooks.say(
-                f"{self.name} {reason}; restarting in {decision.delay:.0f} s "
-                f"(crash {decision.crashes}; {self.policy.describe_limit()})"
-            )
+            self.hooks.say(console.restarting(self.name, reason, decision, self.policy))
             self._set(State.BACKOFF)
             return
-        times = "once" if decision.crashes == 1 else f"{decision.crashes} times"
-        self.reason = (
-            f"{self.name} crashed {times} in {self.policy.window:.0f} s "
-            f"(last: {reason}); giving up. Check {self.child.log_path}, then restart with "
-            "./start_service.sh."
-        )
-        self.hooks.say(f"error: {self.reason}\nThe end of its log:\n{tail}")
+        self.reason = console.gave_up(self.name, reason, decision, self.policy, self.child.log_path)
+        self.hooks.say(console.gave_up_error(self.reason, tail))
         self._set(State.GAVE_UP)
 
     def _reap(self, grace: float) -> None:
