@@ -35,14 +35,6 @@ class Outcome:
     elapsed: float
     reason: str = ""  # why it is gone, in words ("exited with code -9")
 
-    @property
-    def verdict(self) -> Readiness:
-        """The old name of `state`, for tests/conftest.py and tests/test_supervision.py until they say `state`."""
-        return self.state
-
-
-Verdict = Readiness  # the old name of Readiness, for the same two test files until they say Readiness
-
 
 def never_gone() -> str | None:
     return None

