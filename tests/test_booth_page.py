@@ -34,7 +34,8 @@ def booth_env(server: VLLMServer, **extra: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def booth_app(vllm_server: VLLMServer, tmp_path_factory):
     log_dir = tmp_path_factory.mktemp("booth")
-    env = booth_env(vllm_server, RCHAT_KIOSK_IDLE_SECONDS="4")
+    # 400 tokens: the answer must outlast several of the strip's 2 s refreshes on a fast host too
+    env = booth_env(vllm_server, RCHAT_KIOSK_IDLE_SECONDS="4", RCHAT_DEFAULT_MAX_TOKENS="400")
     with chainlit_app(ui_port=free_port(), log_dir=log_dir, env=env, timeout=300) as url:
         yield url, log_dir
 
@@ -78,7 +79,7 @@ def test_booth_page_is_bare_large_and_resets_itself_when_idle(booth_app) -> None
         assert page.locator("#chat-settings-open-modal").count() == 0
         assert page.locator("#sidebar-trigger-button, [data-sidebar='sidebar']").count() == 0
         assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "21px"
-        send(page, LONG_QUESTION)  # 120 tokens: 4-15 s of streaming here, longer than the 4 s idle time
+        send(page, LONG_QUESTION)  # up to 400 tokens: longer than the 4 s idle time
         wait_for(lambda: len((answers(page) or [""])[-1]) > 20, timeout=90)
         final = wait_for(lambda: finished(page), timeout=400)  # not reset while it streamed
         assert len(final) > 100
@@ -104,8 +105,8 @@ def test_the_strip_moves_while_an_answer_streams(booth_app, vllm_server: VLLMSer
         assert "smollm2-135m-instruct" in page.inner_text("#rchat-live-strip")
         wait_for(lambda: strip_numbers(page)["running"] == 0, timeout=400)  # an earlier test's answer may still run
         send(page, LONG_QUESTION)
-        # The strip and the server are read in one step: the strip refreshes every 2 s, and a 120-token
-        # answer can be over by the time a later, separate read of the server comes.
+        # The strip and the server are read in one step: the strip refreshes every 2 s, and an answer
+        # can be over by the time a later, separate read of the server comes.
         busy = wait_for(
             lambda: (
                 (n := strip_numbers(page))
