@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from backend.settings import PROJECT_ROOT
-from tests.conftest import ctrl_c_as_in_a_terminal
+from tests.conftest import EAGER, ctrl_c_as_in_a_terminal
 
 pytestmark = pytest.mark.server
 
@@ -37,7 +37,7 @@ def test_ctrl_c_leaves_no_process_behind() -> None:
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, **EAGER, "PYTHONUNBUFFERED": "1"},  # eager: the test is about Ctrl-C, not compiling
         preexec_fn=ctrl_c_as_in_a_terminal,
     )
     lines: list[str] = []

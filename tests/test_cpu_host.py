@@ -116,7 +116,7 @@ def test_on_every_core_the_real_server_binds_them_all_and_answers_right(tmp_path
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("one CPU: nothing to bind")
-    with VLLMServer(make_settings(tmp_path, device="cpu", cpu_all_cores=True)) as server:
+    with VLLMServer(make_settings(tmp_path, device="cpu", cpu_all_cores=True, enforce_eager=True)) as server:
         assert "libiomp5.so" in server.launch.env["LD_PRELOAD"]
         check = self_test.ask(server.url, server.api_key, server.settings.resolved_served_name)
         assert check.ok, check.problem

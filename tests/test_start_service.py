@@ -23,19 +23,23 @@ from backend.qa.history_db import prepare
 from backend.server import compile_cache, processes
 from backend.server_status import read_status
 from backend.settings import PROJECT_ROOT
-from tests.conftest import free_ports
+from tests.conftest import EAGER, free_ports
 
 READY = "chat ready at"
 SLOW_START = 1500  # seconds one vLLM start may take on the shared 2-core machine with several other servers
 
 
 class RunningService:
-    """start_service.sh started with its own ports and data folder; remembers every process it spawned."""
+    """start_service.sh started with its own ports and data folder; remembers every process it spawned.
+    vLLM starts eager unless `compiled` (the default on a CPU): only the SIGKILL test's restart is about compiling."""
 
-    def __init__(self, tmp_path, ports: tuple[int, int] | None = None, **extra_env: str) -> None:
+    def __init__(
+        self, tmp_path, ports: tuple[int, int] | None = None, *, compiled: bool = False, **extra_env: str
+    ) -> None:
         self.vllm_port, self.ui_port = ports or tuple(free_ports(2))
         env = {
             **os.environ,
+            **({} if compiled else EAGER),
             "RCHAT_VLLM_PORT": str(self.vllm_port),
             "RCHAT_UI_PORT": str(self.ui_port),
             "RCHAT_LOG_DIR": str(tmp_path),
@@ -103,8 +107,8 @@ def _all_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proces
 def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Signals, moment: str) -> None:
     """SIGKILL once the chat is up; SIGTERM and SIGHUP (a closed terminal) while vLLM is still loading,
     when its engine process exists and the page, started at once, too. Ctrl-C once the chat is up ends
-    the QA session test below, and Ctrl-C in the middle of a vLLM restart ends the killed-twice test."""
-    with RunningService(tmp_path) as service:
+    the second start after SIGKILL, and Ctrl-C in the middle of a vLLM restart ends the killed-twice test."""
+    with RunningService(tmp_path, compiled=sig == signal.SIGKILL) as service:
         if moment == "ready":
             service.wait_ready()
             assert httpx.get(f"http://127.0.0.1:{service.ui_port}/").status_code == 200
@@ -130,22 +134,58 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
             assert service.proc.wait(timeout=30) == 128 + sig
             assert "all stopped" in service.output
     if sig == signal.SIGKILL:  # the hardest case for the clean-up
-        _starts_again_on_the_same_ports(tmp_path, service)
+        _starts_again_on_the_same_ports_for_a_qa_session(tmp_path / "again", service)
 
 
-def _starts_again_on_the_same_ports(tmp_path, service: RunningService) -> None:
-    """A second start right after the first one ended, on its ports: it comes up and answers. A restart
-    compiles nothing: vLLM loads the compiled model from the user's cache, and says so."""
+def _starts_again_on_the_same_ports_for_a_qa_session(folder, service: RunningService) -> None:
+    """A second start right after the first one ended, on its ports, for a whole QA session (login, wrong
+    login, answer, both exports, Ctrl-C once the chat is up); then every file it left is searched for the
+    API key, the auth secret and the password. The restart compiles nothing: vLLM loads the compiled model
+    from the user's cache, and says so. (One start for both: each real start costs about a minute here.)"""
     kernels = compile_cache_files()
+    data_dir, api_key, password = folder / "data", "sk-rchat-test-KEY-5f2a9c", "Correct-Horse-7731"
+    added = _backend_cli(data_dir, "user", "add", "qa1", "--password-stdin", stdin=password + "\n")
+    assert added.returncode == 0, added.stderr
     with RunningService(
-        tmp_path / "again", ports=(service.vllm_port, service.ui_port), RCHAT_STARTUP_TIMEOUT=str(SLOW_START)
+        folder,
+        ports=(service.vllm_port, service.ui_port),
+        compiled=True,
+        RCHAT_STARTUP_TIMEOUT=str(SLOW_START),
+        RCHAT_API_KEY=api_key,
+        RCHAT_DEFAULT_MAX_TOKENS="32",
+        VLLM_LOGGING_LEVEL="DEBUG",
     ) as again:
         again.wait_ready(SLOW_START)
-        said, answers = asyncio.run(_ask(f"http://127.0.0.1:{again.ui_port}", "What is 2 plus 2?"))
+        said, answers = asyncio.run(_log_in_and_ask(f"http://127.0.0.1:{again.ui_port}", "qa1", password))
         assert len(answers) == 1 and answers[0].strip(), said
         if "CPU compile: torch.compile" in again.output:  # this machine compiles (g++, Python.h)
             assert f"vLLM: {compile_cache.CACHED}" in again.output and compile_cache.FIRST_COMPILE not in again.output
             assert compile_cache_files() == kernels, "the restart compiled kernels again"
+        for fmt in ("jsonl", "md"):
+            done = _backend_cli(data_dir, "export", "--format", fmt, "--out", str(folder / f"export.{fmt}"))
+            assert done.returncode == 0, done.stderr
+        spawned = again.descendants()  # Ctrl-C once the chat is up: everything stops, both ports free
+        os.kill(again.proc.pid, signal.SIGINT)
+        assert again.proc.wait(timeout=60) == 128 + signal.SIGINT
+        assert not _all_gone(spawned, timeout=60), "a process outlived Ctrl-C"
+        assert processes.port_is_free("127.0.0.1", again.vllm_port)
+        assert processes.port_is_free("127.0.0.1", again.ui_port)
+        console = again.output
+        assert "all stopped" in console
+    _no_secret_in_any_file(folder, console, api_key=api_key, password=password)
+
+
+def _no_secret_in_any_file(folder, console: str, *, api_key: str, password: str) -> None:
+    data_dir = folder / "data"
+    auth_secret = (data_dir / "auth-secret").read_text().strip()
+    assert len(auth_secret) >= 32 and "qa1" in (folder / "export.jsonl").read_text()
+    secret_files = {data_dir / "auth-secret"}  # where the secret is meant to be, mode 600
+    searched = [p for p in folder.rglob("*") if p.is_file() and p not in secret_files]
+    assert any(p.suffix == ".log" for p in searched) and any("history" in p.name for p in searched)
+    for name, secret in {"API key": api_key, "auth secret": auth_secret, "password": password}.items():
+        assert secret not in console, f"the {name} is in start_service.sh's output"
+        leaks = [str(p) for p in searched if secret.encode() in p.read_bytes()]
+        assert not leaks, f"the {name} is written in {leaks}"
 
 
 def compile_cache_files() -> set[str]:
@@ -339,49 +379,14 @@ def _backend_cli(data_dir, *args: str, stdin: str = "") -> subprocess.CompletedP
     )
 
 
-async def _log_in_and_ask(url: str, user: str, password: str) -> None:
+async def _log_in_and_ask(url: str, user: str, password: str) -> tuple[str, list[str]]:
+    """A wrong password is refused; the right one gets in and asks: what the page said, and the answers."""
     with pytest.raises(httpx.HTTPStatusError):
         await ChainlitSession(url, user=user, password=password + "-wrong").login()
     async with ChainlitSession(url, user=user, password=password) as session:
         answer = await session.ask("What is the capital of France?")
-        assert answer.texts, "no answer"
-
-
-@pytest.mark.server
-def test_the_api_key_auth_secret_and_passwords_never_reach_logs_history_or_exports(tmp_path) -> None:
-    """A whole QA session (login, wrong login, answer, both exports, shutdown), then every file it left is searched."""
-    data_dir, api_key, password = tmp_path / "data", "sk-rchat-test-KEY-5f2a9c", "Correct-Horse-7731"
-    added = _backend_cli(data_dir, "user", "add", "qa1", "--password-stdin", stdin=password + "\n")
-    assert added.returncode == 0, added.stderr
-    with RunningService(
-        tmp_path,
-        RCHAT_DATA_DIR=str(data_dir),
-        RCHAT_API_KEY=api_key,
-        RCHAT_DEFAULT_MAX_TOKENS="32",
-        VLLM_LOGGING_LEVEL="DEBUG",
-    ) as service:
-        service.wait_ready()
-        asyncio.run(_log_in_and_ask(f"http://127.0.0.1:{service.ui_port}", "qa1", password))
-        for fmt in ("jsonl", "md"):
-            done = _backend_cli(data_dir, "export", "--format", fmt, "--out", str(tmp_path / f"export.{fmt}"))
-            assert done.returncode == 0, done.stderr
-        spawned = service.descendants()  # Ctrl-C once the chat is up: everything stops, both ports free
-        os.kill(service.proc.pid, signal.SIGINT)
-        assert service.proc.wait(timeout=60) == 128 + signal.SIGINT
-        assert not _all_gone(spawned, timeout=60), "a process outlived Ctrl-C"
-        assert processes.port_is_free("127.0.0.1", service.vllm_port)
-        assert processes.port_is_free("127.0.0.1", service.ui_port)
-        console = service.output
-        assert "all stopped" in console
-    auth_secret = (data_dir / "auth-secret").read_text().strip()
-    assert len(auth_secret) >= 32 and "qa1" in (tmp_path / "export.jsonl").read_text()
-    secret_files = {data_dir / "auth-secret"}  # where the secret is meant to be, mode 600
-    searched = [p for p in tmp_path.rglob("*") if p.is_file() and p not in secret_files]
-    assert any(p.suffix == ".log" for p in searched) and any("history" in p.name for p in searched)
-    for name, secret in {"API key": api_key, "auth secret": auth_secret, "password": password}.items():
-        assert secret not in console, f"the {name} is in start_service.sh's output"
-        leaks = [str(p) for p in searched if secret.encode() in p.read_bytes()]
-        assert not leaks, f"the {name} is written in {leaks}"
+        said = "\n".join(m.get("output", "") for m in session.messages)
+    return said, [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK)]
 
 
 def _snapshot(folder) -> dict[str, bytes]:

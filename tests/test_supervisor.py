@@ -98,7 +98,7 @@ def test_a_missing_model_path_is_refused_before_launch(tmp_path) -> None:
 
 @pytest.mark.server
 def test_stop_leaves_no_process_and_a_free_port_and_is_idempotent(tmp_path) -> None:
-    s = make_settings(tmp_path)
+    s = make_settings(tmp_path, enforce_eager=True)
     server = VLLMServer(s)
     with server:
         pgid = server.proc.pid

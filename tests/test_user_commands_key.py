@@ -22,7 +22,7 @@ from backend.qa.export import load_records
 from backend.server import processes
 from backend.server_status import commands_api_key, key_file, read_status, remove_key, write_key
 from backend.settings import PROJECT_ROOT
-from tests.conftest import free_ports, make_settings
+from tests.conftest import EAGER, free_ports, make_settings
 from tests.harness_cli import one_question, qa_run_cli, replay_cli
 
 
@@ -102,7 +102,7 @@ def test_the_cli_asks_with_the_running_apps_key(tmp_path: Path) -> None:
 
 
 def start_launcher(log_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
-    """`python -m backend serve` (the launcher, without the page) on defaults: RCHAT_API_KEY unset."""
+    """`python -m backend serve` (the launcher, without the page) on defaults, RCHAT_API_KEY unset; vLLM eager."""
     ui_port, vllm_port = free_ports(2)
     env = {
         "RCHAT_UI_PORT": str(ui_port),
@@ -110,6 +110,7 @@ def start_launcher(log_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
         "RCHAT_LOG_DIR": str(log_dir),
         "RCHAT_DATA_DIR": str(log_dir / "data"),
         "RCHAT_STARTUP_TIMEOUT": "1800",
+        **EAGER,
     }
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
     launcher = processes.spawn_group(
