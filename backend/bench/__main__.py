@@ -21,7 +21,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from backend.bench import report
-from backend.bench.direct import run_direct
+from backend.bench.direct import STREAMS_PER_PROCESS, run_direct
 from backend.bench.fast_server import fast_server
 from backend.bench.stats import StreamRecord, summarize
 from backend.engine.vllm_command import build_launch, vllm_python
@@ -84,6 +84,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="benchmark this running chat page (already pointed at the server) "
         "instead of starting one: another commit's page, several page processes",
     )
+    p.add_argument(
+        "--streams-per-process",
+        type=int,
+        default=STREAMS_PER_PROCESS,
+        help=f"client streams (direct) and sessions (page) per client process (default {STREAMS_PER_PROCESS}); "
+        "fewer where one client process reads slower than the server sends",
+    )
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "results", help="results folder")
     p.add_argument("--label", default="", help="a note stored with the results (machine, flags)")
     args = p.parse_args(argv)
@@ -125,12 +132,19 @@ def throughput(args: argparse.Namespace, stack: ExitStack, dtype: str) -> dict:
     for c in args.concurrency:  # direct and page side by side at each level: the ratio sees the same machine load
         run_direct(url, key, model, PROMPT, concurrency=min(c, 4), repeat=1, max_tokens=16)  # warm-up
         records, wall = run_direct(
-            url, key, model, PROMPT, concurrency=c, repeat=args.repeat, max_tokens=args.max_tokens
+            url,
+            key,
+            model,
+            PROMPT,
+            concurrency=c,
+            repeat=args.repeat,
+            max_tokens=args.max_tokens,
+            per_process=args.streams_per_process,
         )
         results["direct"][c] = summarize(records, wall_seconds=wall)
         say(f"direct   {c:>4} streams: {results['direct'][c]['tok_s_total']:.0f} tok/s total")
         if ui_url:
-            results["ui"][c] = ui_level(ui_url, c, args.repeat)
+            results["ui"][c] = ui_level(ui_url, c, args.repeat, args.streams_per_process)
     if ui_url and not args.skip_browser:
         results["ui"].update(browser_row(ui_url, args.repeat))
     if not args.skip_baseline:
@@ -159,10 +173,10 @@ def warm_up(ui_url: str) -> None:
     run_ui(ui_url, PROMPT, concurrency=1, repeat=1)  # the page's first answer pays one-time costs
 
 
-def ui_level(ui_url: str, c: int, repeat: int) -> dict:
+def ui_level(ui_url: str, c: int, repeat: int, per_process: int) -> dict:
     from backend.bench.ui_load import run_ui
 
-    records, wall = run_ui(ui_url, PROMPT, concurrency=c, repeat=repeat)
+    records, wall = run_ui(ui_url, PROMPT, concurrency=c, repeat=repeat, per_process=per_process)
     out = summarize(records, wall_seconds=wall)
     say(f"ui       {c:>4} streams: {out['tok_s_total']:.0f} tok/s total")
     return out
@@ -229,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     if meta is None:
         return 2
     stamp = meta["date"]
-    meta.update(max_tokens=args.max_tokens, repeat=args.repeat, prompt=PROMPT)
+    meta.update(
+        max_tokens=args.max_tokens, repeat=args.repeat, prompt=PROMPT, streams_per_process=args.streams_per_process
+    )
     try:
         with ExitStack() as stack:
             results = {"startup": startup(stack)} if args.startup else throughput(args, stack, meta["dtype"])

@@ -12,6 +12,12 @@ from backend.bench.stats import StreamRecord
 STREAMS_PER_PROCESS = 32  # one asyncio process parses ~5-10k chunks/s; more streams need more processes
 
 
+def shares(concurrency: int, per_process: int = STREAMS_PER_PROCESS) -> list[int]:
+    """The streams of each client process: at most `per_process` each, as even as can be."""
+    processes = max(1, -(-concurrency // max(1, per_process)))
+    return [concurrency // processes + (1 if i < concurrency % processes else 0) for i in range(processes)]
+
+
 async def _one_stream(client, model: str, prompt: str, max_tokens: int) -> StreamRecord:
     record = StreamRecord(sent_at=time.monotonic())
     try:
@@ -59,18 +65,32 @@ def _process_main(args: tuple) -> list[dict]:
 
 
 def run_direct(
-    url: str, api_key: str, model: str, prompt: str, *, concurrency: int, repeat: int, max_tokens: int
+    url: str,
+    api_key: str,
+    model: str,
+    prompt: str,
+    *,
+    concurrency: int,
+    repeat: int,
+    max_tokens: int,
+    per_process: int = STREAMS_PER_PROCESS,
 ) -> tuple[list[StreamRecord], float]:
     """Run `concurrency` streams (each `repeat` requests in a row); return records and wall seconds."""
-    processes = max(1, -(-concurrency // STREAMS_PER_PROCESS))
-    shares = [concurrency // processes + (1 if i < concurrency % processes else 0) for i in range(processes)]
+    split = shares(concurrency, per_process)
     started = time.monotonic()
-    if processes == 1:
+    if len(split) == 1:
         records = asyncio.run(
             _streams(url, api_key, model, prompt, streams=concurrency, repeat=repeat, max_tokens=max_tokens)
         )
     else:
-        with ProcessPoolExecutor(processes) as pool:
-            jobs = [(url, api_key, model, prompt, n, repeat, max_tokens) for n in shares]
+        with ProcessPoolExecutor(len(split)) as pool:
+            jobs = [(url, api_key, model, prompt, n, repeat, max_tokens) for n in split]
             records = [StreamRecord(**d) for batch in pool.map(_process_main, jobs) for d in batch]
+        return records, span(records)  # the processes' start-up is not the server's time
     return records, time.monotonic() - started
+
+
+def span(records: list[StreamRecord]) -> float:
+    """Seconds from the first request sent to the last token received (one clock: monotonic is system-wide)."""
+    ends = [r.arrivals[-1] if r.arrivals else r.sent_at for r in records]
+    return max(ends) - min(r.sent_at for r in records)

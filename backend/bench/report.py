@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from backend.engine.cpu_host import read_host
 from backend.engine.vllm_command import effective_dtype, read_host_choice, resolve_device
 from backend.settings import SettingsError, load_settings
 
@@ -23,6 +25,7 @@ def start_run(label: str) -> dict | None:
     return {
         "date": datetime.now(UTC).strftime("%Y%m%d-%H%M%S"),
         "machine": f"{platform.node()} {platform.machine()}",
+        "cpu": f"{read_host()[1]}, {os.cpu_count()} cores",
         "label": label,
         "device": device,
         "dtype": effective_dtype(settings, device, host) or "auto",
