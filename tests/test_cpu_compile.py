@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from backend.engine import cpu_compile, vllm_command
+from backend.engine.launch_facts import flag_value
 from backend.engine.vllm_command import build_launch
 from backend.server import compile_cache
 from backend.server.processes import free_port
@@ -95,9 +96,12 @@ def test_a_start_says_whether_it_compiles_or_loads_what_an_earlier_start_compile
     assert compile_cache.compile_phase(key, folder) == compile_cache.FIRST_COMPILE
     compile_cache.remember(key, folder, took_s=95.0)
     assert compile_cache.compile_phase(key, folder) == compile_cache.CACHED
-    float32 = _launch(tmp_path, monkeypatch, None, dtype="float32")  # another graph: compiled anew
+    # Another number format is another graph, compiled anew (float32 is the default on some hosts: AVX2 only)
+    other_dtype = "bfloat16" if flag_value(launch.argv, "--dtype") == "float32" else "float32"
+    changed = _launch(tmp_path, monkeypatch, None, dtype=other_dtype)
+    assert flag_value(changed.argv, "--dtype") == other_dtype
     assert (
-        compile_cache.compile_phase(compile_cache.launch_key(float32.argv, float32.env, model), folder)
+        compile_cache.compile_phase(compile_cache.launch_key(changed.argv, changed.env, model), folder)
         == compile_cache.FIRST_COMPILE
     )
     # Ports and the API key do not change the graph: a restart on other ports loads it.
