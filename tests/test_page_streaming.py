@@ -15,6 +15,7 @@ import pytest
 
 from backend.bench.chainlit_client import ChainlitSession, UiAnswer
 from backend.bench.fast_server import fast_server
+from backend.bench.ui_load import run_ui
 from backend.qa.export import load_records
 from tests.conftest import free_port
 from tests.ui_harness import chainlit_app
@@ -80,3 +81,14 @@ async def test_stop_mid_answer_cancels_the_request_on_the_server(page, slow_serv
         said = json.dumps(session.messages)
     await _until(lambda: httpx.get(f"{slow_server}/stats").json()["cancelled"] > before["cancelled"], timeout=10)
     assert "Stopped by you." in said
+
+
+def test_the_benchmark_spreads_page_sessions_over_client_processes(page) -> None:
+    """`python -m backend.bench --streams-per-process 2` at 4 sessions: two client processes, every session
+    answered in full, one clock for both (the wall covers every answer, not one process's)."""
+    url, _ = page
+    records, wall = run_ui(url, "Tell me a long story.", concurrency=4, repeat=1, per_process=2)
+    assert len(records) == 4 and not [r.error for r in records if r.error]
+    assert all(r.tokens == 400 for r in records)
+    first, last = min(r.sent_at for r in records), max(r.arrivals[-1] for r in records)
+    assert wall >= (last - first) * 0.9 and wall >= 3.5  # 400 tokens at 100 tokens/s each
