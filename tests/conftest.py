@@ -29,7 +29,7 @@ for _name in [n for n in os.environ if n.startswith("RCHAT_")]:
 
 # What a test that starts a real vLLM sets unless compiling is what it tests: an eager start is about 15 s
 # shorter on a 2-core CPU host. The compiled start, the default on a CPU, runs in test_start_service
-# (a restart loads it from the cache), test_kernel_check (the defaults against float32) and test_replay.
+# (a restart loads it from the cache) and test_kernel_check (the defaults against float32).
 EAGER = {"RCHAT_ENFORCE_EAGER": "true"}
 
 

@@ -31,7 +31,7 @@ from backend.qa.replay_report import word_diff
 from backend.server import processes
 from backend.server_status import BackendStatus, read_status, write_status
 from backend.settings import PROJECT_ROOT
-from tests.conftest import free_ports, make_settings
+from tests.conftest import EAGER, free_ports, make_settings
 from tests.harness_cli import replay_cli
 from tests.ui_harness import chainlit_app
 
@@ -185,6 +185,7 @@ def served(tmp_path_factory) -> Iterator[dict[str, str]]:
         "RCHAT_DEFAULT_TEMPERATURE": "0.7",
         "RCHAT_DEFAULT_MAX_TOKENS": "48",
         "RCHAT_STARTUP_TIMEOUT": "1800",
+        **EAGER,  # replaying is the same either way; the compiled start is tested in test_start_service
     }  # a shared 2-core machine has taken over 600 s to start vLLM
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
     launcher = processes.spawn_group(
@@ -221,6 +222,7 @@ def settings_of(served: dict[str, str]):
         ui_port=int(served["RCHAT_UI_PORT"]),
         vllm_port=int(served["RCHAT_VLLM_PORT"]),
         api_key=served["RCHAT_API_KEY"],
+        enforce_eager=True,  # as served (EAGER)
     )
 
 
