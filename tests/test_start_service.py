@@ -321,9 +321,11 @@ async def _kill_mid_answer(url: str, service: RunningService) -> tuple[list[str]
         return [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK)], session.thread_id
 
 
-async def _ask(url: str, question: str, *, timeout: float = 300) -> tuple[str, list[str]]:
+async def _ask(
+    url: str, question: str, *, timeout: float = 300, user: str = "", password: str = ""
+) -> tuple[str, list[str]]:
     """Everything the page said while answering (notices included, every update), and the answers."""
-    async with ChainlitSession(url) as session:
+    async with ChainlitSession(url, user=user, password=password) as session:
         answer = await session.ask(question, timeout=timeout)
         said = "\n".join(m.get("output", "") for m in session.messages)
     return said, [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK)]
@@ -383,10 +385,7 @@ async def _log_in_and_ask(url: str, user: str, password: str) -> tuple[str, list
     """A wrong password is refused; the right one gets in and asks: what the page said, and the answers."""
     with pytest.raises(httpx.HTTPStatusError):
         await ChainlitSession(url, user=user, password=password + "-wrong").login()
-    async with ChainlitSession(url, user=user, password=password) as session:
-        answer = await session.ask("What is the capital of France?")
-        said = "\n".join(m.get("output", "") for m in session.messages)
-    return said, [t for t in answer.texts.values() if not t.startswith(NOTICE_MARK)]
+    return await _ask(url, "What is the capital of France?", user=user, password=password)
 
 
 def _snapshot(folder) -> dict[str, bytes]:
