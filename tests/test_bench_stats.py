@@ -55,10 +55,18 @@ def test_table_has_a_row_per_mode_and_level() -> None:
     json.dumps(s)  # results must be JSON-serialisable
 
 
-@pytest.mark.parametrize("argv", [["--concurrency", "1,x"], ["--concurrency", "0"], ["--max-tokens", "0"]])
-def test_bad_arguments_get_a_clear_message(argv, capsys) -> None:
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--concurrency", "1,x"], "concurrency"),
+        (["--concurrency", "0"], "concurrency"),
+        (["--max-tokens", "0"], "max-tokens"),
+        (["--streams-per-process", "0"], "streams-per-process"),
+    ],
+)
+def test_bad_arguments_get_a_clear_message(argv, named: str, capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         parse_args(argv)
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert "error:" in err and ("concurrency" in err or "max-tokens" in err)
+    assert "error:" in err and named in err

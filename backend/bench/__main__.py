@@ -98,8 +98,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.max_tokens is None:
         args.max_tokens = 256 if args.fast_server else 128
     args.skip_baseline = args.skip_baseline or args.fast_server
-    if args.max_tokens < 1 or args.repeat < 1:
-        p.error("--max-tokens and --repeat must be at least 1")
+    if args.max_tokens < 1 or args.repeat < 1 or args.streams_per_process < 1:
+        p.error("--max-tokens, --repeat and --streams-per-process must be at least 1")
     return args
 
 

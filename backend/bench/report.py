@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import platform
 import sys
 from datetime import UTC, datetime
@@ -22,10 +21,11 @@ def start_run(label: str) -> dict | None:
         return None
     device = resolve_device(settings)
     host = read_host_choice(settings) if device == "cpu" else None
+    _flags, cpu_model, cpus = read_host()
     return {
         "date": datetime.now(UTC).strftime("%Y%m%d-%H%M%S"),
         "machine": f"{platform.node()} {platform.machine()}",
-        "cpu": f"{read_host()[1]}, {os.cpu_count()} cores",
+        "cpu": f"{cpu_model}, {len(cpus)} cores",
         "label": label,
         "device": device,
         "dtype": effective_dtype(settings, device, host) or "auto",

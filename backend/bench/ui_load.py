@@ -17,7 +17,7 @@ from dataclasses import asdict
 from typing import Any
 
 from backend.bench.chainlit_client import ChainlitSession
-from backend.bench.direct import STREAMS_PER_PROCESS, shares
+from backend.bench.direct import STREAMS_PER_PROCESS, shares, span
 from backend.bench.stats import StreamRecord
 
 TOKENS_IN_STATS = re.compile(r"(\d+) (?:answer )?tokens")
@@ -42,21 +42,20 @@ async def _asks(session: ChainlitSession, prompt: str, repeat: int) -> list[Stre
 
 async def _all(
     url: str, prompt: str, concurrency: int, repeat: int, barrier: Any = None
-) -> tuple[list[StreamRecord], float, float]:
-    """Records, and the monotonic clock when the questions went out and when the last answer ended."""
+) -> tuple[list[StreamRecord], float]:
     async with AsyncExitStack() as stack:
         sessions = await asyncio.gather(*(stack.enter_async_context(ChainlitSession(url)) for _ in range(concurrency)))
         if barrier is not None:  # every process connected: all ask at once
             await asyncio.to_thread(barrier.wait, 600)
         started = time.monotonic()
         results = await asyncio.gather(*(_asks(s, prompt, repeat) for s in sessions))
-        ended = time.monotonic()
-    return [r for rs in results for r in rs], started, ended
+        wall = time.monotonic() - started
+    return [r for rs in results for r in rs], wall
 
 
 def _process_main(url: str, prompt: str, concurrency: int, repeat: int, barrier: Any, out: Any) -> None:
-    records, started, ended = asyncio.run(_all(url, prompt, concurrency, repeat, barrier))
-    out.put(([asdict(r) for r in records], started, ended))
+    records, _wall = asyncio.run(_all(url, prompt, concurrency, repeat, barrier))
+    out.put([asdict(r) for r in records])
 
 
 def run_ui(
@@ -65,19 +64,18 @@ def run_ui(
     """Open `concurrency` sessions, then ask `repeat` questions in each; records and seconds from the first question."""
     split = shares(concurrency, per_process)
     if len(split) == 1:
-        records, started, ended = asyncio.run(_all(url, prompt, concurrency, repeat))
-        return records, ended - started
+        return asyncio.run(_all(url, prompt, concurrency, repeat))
     ctx = multiprocessing.get_context("spawn")  # no inherited event loop or sockets
     barrier, out = ctx.Barrier(len(split)), ctx.Queue()
     procs = [ctx.Process(target=_process_main, args=(url, prompt, n, repeat, barrier, out)) for n in split]
     for proc in procs:
         proc.start()
     try:
-        parts = [out.get(timeout=1800) for _ in procs]
+        batches = [out.get(timeout=1800) for _ in procs]
     finally:
         for proc in procs:
             proc.join(timeout=30)
             if proc.is_alive():
                 proc.kill()
-    records = [StreamRecord(**d) for batch, _, _ in parts for d in batch]
-    return records, max(e for _, _, e in parts) - min(s for _, s, _ in parts)
+    records = [StreamRecord(**d) for batch in batches for d in batch]
+    return records, span(records)  # one clock over every process, as the direct client's
