@@ -128,6 +128,28 @@ def test_through_the_balancer_a_tab_on_the_other_page_process_follows_the_saves(
             assert mine != theirs  # the second browser really was on the other process
 
 
+def test_through_the_balancer_a_chat_opened_before_its_first_save_follows_the_answer(tmp_path, fake_server_url) -> None:
+    """The other page process opens the chat while its answer still thinks, so nothing of the answer
+    is stored yet (only the question): it follows the answer anyway, thinking and words, to the end."""
+    from backend.server.balancer import COOKIE
+    from tests.harness_cli import BalancedService
+
+    question = "PONDER: think before you count"
+    with BalancedService(tmp_path, fake_server_url) as service:
+        service.wait_for("chat ready at")
+        with browser_page(service.url, screenshot=shot("follow-before-save")) as page:
+            send(page, question)
+            page.get_by_text("step2").first.wait_for(timeout=30_000)  # it thinks
+            other = page.context.browser.new_page()
+            other.goto(service.url)
+            other.locator("#thread-history").get_by_text(question).first.click(timeout=30_000)
+            mine = {c["name"]: c["value"] for c in page.context.cookies()}[COOKIE]
+            theirs = {c["name"]: c["value"] for c in other.context.cookies()}[COOKIE]
+            assert mine != theirs  # the second browser really is on the other process
+            wait_for(lambda: words(other) == 8 and "finish: stop" in last_answer(other), timeout=60)
+            assert other.get_by_text("Thought for").count() >= 1  # its thinking came along
+
+
 @pytest.mark.server
 def test_on_the_real_server_a_reloaded_tab_follows_the_answer_to_its_end(vllm_server, tmp_path: Path) -> None:
     env = {

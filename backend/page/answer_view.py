@@ -99,6 +99,9 @@ class AnswerView:
         if store is None or self.live is None:
             return
         if self.step is not None:
+            # Before the answer's first words only this step is stored: its time tells a tab on another
+            # page process that the answer still runs (backend/page/follow.py).
+            self.step.metadata = {**(self.step.metadata or {}), live_answers.SAVED_KEY: time.time()}
             await store.update_step(self.step.to_dict())
         if self.reply is not None:
             self.reply.metadata = self.live.record_in_progress(thinking_step_id=self.thinking_step_id)

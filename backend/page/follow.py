@@ -1,9 +1,10 @@
 """A chat opened while its answer still streams (a reload, a second tab, another page process).
 
-Streaming in this process: the tab joins it (backend/page/live_answers.py). Stored "in progress"
-and saved lately: another page process streams it, and the tab follows its saves in the history
-until it ends. Saved too long ago: the process that streamed it is gone, so the stored part is
-marked interrupted, on the page and in the history.
+Streaming in this process: the tab joins it (backend/page/live_answers.py). Its last question
+unanswered, or its answer stored "in progress", and something of it saved lately (the question, the
+thinking, the answer): another page process streams it, and the tab follows its saves in the history
+until it ends. Saved too long ago: the process that streamed it is gone, so a stored part of the
+answer is marked interrupted, on the page and in the history.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 import chainlit as cl
 from chainlit.data import get_data_layer
 from chainlit.step import StepDict
 
+from backend.chat.conversation import Conversation
 from backend.page.chat_state import ChatState
-from backend.page.live_answers import AFTER_RESUME, LiveAnswers, last_saved
+from backend.page.live_answers import AFTER_RESUME, SAVED_KEY, LiveAnswers, last_saved
 from backend.records import RECORD_KEY
 from backend.settings import Settings
 
@@ -26,6 +29,10 @@ INTERRUPTED = (
     "**This answer was interrupted: the page process that was writing it stopped. What it had "
     "written is kept above; ask again (or Regenerate) for a whole answer.**"
 )
+
+
+Progress = Literal["running", "stale", "done"]
+CLOCK_SLACK = 5.0  # seconds a browser's clock may run ahead of ours before its times are not believed
 
 
 def stale_after(settings: Settings) -> float:
@@ -40,22 +47,50 @@ async def follow(thread: dict[str, Any], *, answers: LiveAnswers, settings: Sett
     if live is not None:
         state.stop, state.busy = live.stop, live.task  # Stop in this tab stops it; a new question waits
         return
-    step = _in_progress(steps)
-    if step is None:
-        return
-    saved = last_saved(step["metadata"][RECORD_KEY])
-    if saved is None or time.time() - saved > stale_after(settings):
+    progress, step = _progress(steps, settings)
+    if progress == "stale" and step is not None:
         await mark_interrupted(step)
-    else:
-        state.following = asyncio.create_task(_follow_saves(step, settings))
+    elif progress == "running":
+        known = {s["id"] for s in steps}
+        state.following = asyncio.create_task(_follow_saves(thread["id"], known, settings, state))
 
 
-def _in_progress(steps: list[StepDict]) -> StepDict | None:
-    for step in reversed(steps):
-        record = (step.get("metadata") or {}).get(RECORD_KEY) or {}
-        if record.get("kind") == "answer":
-            return step if record.get("outcome") == "in progress" else None
-    return None
+def _record(step: StepDict) -> dict[str, Any]:
+    return (step.get("metadata") or {}).get(RECORD_KEY) or {}
+
+
+def _last_turn(steps: list[StepDict]) -> list[StepDict]:
+    """The chat's last question and every step stored after it (empty: no question)."""
+    ordered = sorted(steps, key=lambda s: s.get("createdAt") or "")
+    asked = [i for i, s in enumerate(ordered) if s.get("type") == "user_message"]
+    return ordered[asked[-1] :] if asked else []
+
+
+def _progress(steps: list[StepDict], settings: Settings) -> tuple[Progress, StepDict | None]:
+    """Where the last question's answer stands, and its stored answer step if it has one.
+
+    Until the page process that streams it makes its first save of the answer, there is only the
+    question (and perhaps the thinking so far): that is "running" too while something was saved lately.
+    """
+    turn = _last_turn(steps)
+    if not turn:
+        return "done", None
+    question, after = turn[0], turn[1:]
+    answered = [s for s in after if _record(s).get("kind") == "answer"]
+    step = answered[-1] if answered else None
+    if step is not None and _record(step).get("outcome") != "in progress":
+        return "done", None
+    if step is None and any(s.get("type") == "assistant_message" for s in after):
+        return "done", None  # a notice or an error answered it
+    saves = [_epoch(question.get("createdAt"))] + [
+        last_saved(_record(s)) or (s.get("metadata") or {}).get(SAVED_KEY) for s in after
+    ]
+    now = time.time()
+    # The question's time is the browser's clock: one running ahead must not keep a dead answer "running".
+    latest = max((t for t in saves if t is not None and t <= now + CLOCK_SLACK), default=None)
+    if latest is None or now - latest > stale_after(settings):
+        return "stale", step  # the process that streamed it is gone
+    return "running", step
 
 
 async def mark_interrupted(step: StepDict) -> None:
@@ -68,7 +103,7 @@ async def mark_interrupted(step: StepDict) -> None:
     await cl.context.emitter.update_step(step)
 
 
-async def _follow_saves(step: StepDict, settings: Settings) -> None:
+async def _follow_saves(thread_id: str, known: set[str], settings: Settings, state: ChatState) -> None:
     """Another process streams it: show each save it makes until the answer ends or its saves stop."""
     emitter, store = cl.context.emitter, get_data_layer()
     if store is None:
@@ -78,19 +113,29 @@ async def _follow_saves(step: StepDict, settings: Settings) -> None:
     try:
         while True:
             await asyncio.sleep(settings.persist_interval)
-            rows = await store.execute_sql(
-                'SELECT "output", "metadata" FROM steps WHERE "id" = :id', {"id": step["id"]}
-            )
-            if not rows:
+            thread = await store.get_thread(thread_id)
+            if thread is None:
                 return
-            step["output"], step["metadata"] = rows[0]["output"], rows[0]["metadata"]
-            await emitter.update_step(step)
-            record = (step["metadata"] or {}).get(RECORD_KEY) or {}
-            if record.get("outcome") != "in progress":
-                return
-            if time.time() - (last_saved(record) or 0) > stale_after(settings):
-                await mark_interrupted(step)
+            steps = thread.get("steps") or []
+            for step in _last_turn(steps)[1:]:
+                if step["id"] in known:
+                    await emitter.update_step(step)
+                else:
+                    await emitter.send_step(step)
+                    known.add(step["id"])
+            progress, answer = _progress(steps, settings)
+            if progress != "running":
+                if progress == "stale" and answer is not None:
+                    await mark_interrupted(answer)
+                state.conversation = Conversation.from_steps(steps)  # a question asked next sees this answer
                 return
     finally:
         with contextlib.suppress(Exception):
             await emitter.task_end()
+
+
+def _epoch(stamp: object) -> float | None:
+    try:
+        return datetime.fromisoformat(str(stamp)).timestamp()
+    except ValueError:
+        return None

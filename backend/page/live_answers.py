@@ -22,6 +22,7 @@ from chainlit.step import StepDict
 
 PUSH_EVERY = 0.25  # seconds between updates sent to watching tabs
 AFTER_RESUME = 0.3  # seconds: after Chainlit's own resume events have gone out
+SAVED_KEY = "rchat_saved_at"  # in a thinking step's metadata: when it was last stored (epoch seconds)
 
 
 @dataclass
