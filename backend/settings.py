@@ -63,7 +63,7 @@ class Settings(BaseSettings):
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer slices.")
     pipeline_parallel_size: int = Field(1, ge=1, description="GPUs one model copy is split over, by layer stages.")
     data_parallel_size: int = Field(1, ge=1, description="Model copies, one per GPU group.")
-    api_server_count: int = Field(1, ge=1, le=64, description="On a GPU, vLLM API server processes in front of the engine (--api-server-count); 1 = vLLM's own default, kept until more is measured.")
+    api_server_count: int = Field(1, ge=1, le=64, description="On a GPU, vLLM API server processes in front of the engine (--api-server-count); raise for 256+ sessions on a small model (docs/gpu.md).")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="Weights/activations dtype; auto = from the CPU's flags on CPU (bfloat16 with AVX-512 bf16, float32 without it), the model's on GPU. Self-tested at start.")
     onednn_amx: bool = Field(True, description="On AMX CPUs in bfloat16, oneDNN uses its AMX kernels, as vLLM does: faster for many streams and long prompts, slower for one answer alone; false keeps it off AMX (docs/benchmark.md).")
     cpu_all_cores: bool = Field(False, description="On CPU, compute on every core (Intel OpenMP, KMP_BLOCKTIME=0), none kept for vLLM's API server: faster for API clients, slower with a browser on the same cores (docs/benchmark.md).")
@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     # --- the UI ---
     ui_host: str = Field("127.0.0.1", description="Interface the chat page listens on (0.0.0.0 for a LAN).")
     ui_port: int = Field(7860, ge=1, le=65535, description="Port of the chat page.")
-    page_workers: int | None = Field(None, ge=1, le=64, description="Chat page processes behind HAProxy on ui_port; empty = 1 on a CPU host, 4 on a GPU host (to be measured); 1 = no balancer.")
+    page_workers: int | None = Field(None, ge=1, le=64, description="Chat page processes behind HAProxy on ui_port; empty = 1 on a CPU host, 4 on a GPU host (docs/gpu.md); 1 = no balancer.")
     # --- the client ---
     connect_timeout: float = Field(5.0, gt=0, description="Seconds to open a connection to the server.")
     first_token_timeout: float = Field(60.0, gt=0, description="Seconds to wait for the first streamed token.")

@@ -27,9 +27,9 @@ from backend.server.restart_policy import RestartPolicy
 from backend.server.supervision import Hooks, State, Supervised
 from backend.settings import PAGE_REPLICA_ENV, Settings
 
-# Page processes on a GPU host when RCHAT_PAGE_WORKERS is empty, since one page process keeps up with
-# many streams of a fast server only at a cost in first-token time (docs/benchmark.md, "--fast-server");
-# the count is a guess, not yet measured. A CPU host keeps one (its cores go to vLLM).
+# Page processes on a GPU host when RCHAT_PAGE_WORKERS is empty: the fewest that keep up with vLLM on one
+# GPU at 16-256 sessions (docs/gpu.md, "page processes behind HAProxy on the H100"). A CPU host keeps
+# one (its cores go to vLLM).
 GPU_PAGE_WORKERS = 4
 
 

@@ -17,7 +17,7 @@ for n in $NS; do
   page_start "$n" "http://127.0.0.1:$VPORT" 120 || continue
   [ "$n" -gt 1 ] && warm_pages "http://127.0.0.1:$VPORT" "$KEY" "http://127.0.0.1:$UPORT" "$n"
   bench_levels "http://127.0.0.1:$VPORT" "$KEY" "http://127.0.0.1:$UPORT" "$LEVELS" "$REP" \
-    "${LABEL:-H100 vllm 0.24} page N=$n$([ "$n" -gt 1 ] && echo " behind HAProxy" || echo ", no HAProxy"), ${SPP:-8} streams per client process" "vllm-N$n"
+    "${LABEL:-H100 vllm 0.24} page N=$n$([ "$n" -gt 1 ] && echo " behind HAProxy" || echo ", no HAProxy"), ${SPP:-8} streams per client process" "vllm-N$n" --max-tokens "$MAXTOK"
   page_stop
 done
 uptime

@@ -7,5 +7,8 @@ eval "$(env -u PYTHONPATH "$PYV" "$G/bin/vllm_argv.py")" || { echo "vllm_start: 
 source "$G/bin/env.sh"
 LOG="$W/vllm-asc${RCHAT_API_SERVER_COUNT:-1}.log"
 echo "$(ts) vllm_start: ${VARGV[*]}" | tee "$LOG"
-cd /root && setsid nohup "${VARGV[@]}" >> "$LOG" 2>&1 < /dev/null &
+# No `cd && ... &`: that backgrounds a subshell, whose pid (not vLLM's, nor its session's) would land in
+# vllm.pid, die with the device call, and leave vllm_stop.sh killing nothing.
+cd /root || exit 1
+setsid nohup "${VARGV[@]}" >> "$LOG" 2>&1 < /dev/null &
 echo $! > "$W/vllm.pid"; echo "vllm pid $(cat "$W/vllm.pid"), log $LOG"
