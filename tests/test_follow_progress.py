@@ -1,10 +1,12 @@
 """When a chat opens on a page process that is not streaming its answer: follow it, mark it, or leave it.
 
 The rule behind tests/test_live_follow.py's browser tests, on stored steps as the history holds them.
+Times are taken when each test runs (a full suite runs for many minutes after collection).
 """
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,8 +16,7 @@ from backend.records import RECORD_KEY
 from tests.conftest import make_settings
 
 SETTINGS = make_settings(Path("logs"), persist_interval=1)
-NOW = datetime.now(UTC).timestamp()
-LONG_AGO = NOW - 10 * stale_after(SETTINGS)
+AGO = 10 * stale_after(SETTINGS)  # seconds: long past any save that keeps an answer "running"
 
 
 def iso(epoch: float) -> str:
@@ -36,39 +37,45 @@ def answer(at: float, outcome: str, saved: float) -> dict:
 
 
 def test_a_question_asked_a_moment_ago_with_nothing_stored_after_it_is_followed() -> None:
-    assert _progress([question(NOW - 1)], SETTINGS) == ("running", None)
+    assert _progress([question(time.time() - 1)], SETTINGS) == ("running", None)
 
 
 def test_an_answer_still_thinking_on_another_process_is_followed_while_its_thinking_is_saved() -> None:
-    steps = [question(LONG_AGO), thinking(LONG_AGO, saved=NOW - 1)]
+    now = time.time()
+    steps = [question(now - AGO), thinking(now - AGO, saved=now - 1)]
     assert _progress(steps, SETTINGS)[0] == "running"
 
 
 def test_a_stored_answer_in_progress_and_saved_lately_is_followed() -> None:
-    steps = [question(LONG_AGO), answer(LONG_AGO, "in progress", saved=NOW - 1)]
+    now = time.time()
+    steps = [question(now - AGO), answer(now - AGO, "in progress", saved=now - 1)]
     assert _progress(steps, SETTINGS) == ("running", steps[1])
 
 
 def test_an_answer_in_progress_saved_long_ago_is_stale_and_handed_back_to_be_marked() -> None:
-    steps = [question(LONG_AGO), answer(LONG_AGO, "in progress", saved=LONG_AGO)]
+    now = time.time()
+    steps = [question(now - AGO), answer(now - AGO, "in progress", saved=now - AGO)]
     assert _progress(steps, SETTINGS) == ("stale", steps[1])
 
 
 def test_a_question_long_unanswered_is_left_alone() -> None:
-    assert _progress([question(LONG_AGO)], SETTINGS) == ("stale", None)
+    assert _progress([question(time.time() - AGO)], SETTINGS) == ("stale", None)
 
 
 def test_a_finished_answer_or_a_notice_ends_the_turn() -> None:
-    assert _progress([question(NOW - 1), answer(NOW, "complete", saved=NOW)], SETTINGS)[0] == "done"
-    notice = {"id": "n", "type": "assistant_message", "createdAt": iso(NOW), "metadata": {}}
-    assert _progress([question(NOW - 1), notice], SETTINGS)[0] == "done"
+    now = time.time()
+    assert _progress([question(now - 1), answer(now, "complete", saved=now)], SETTINGS)[0] == "done"
+    notice = {"id": "n", "type": "assistant_message", "createdAt": iso(now), "metadata": {}}
+    assert _progress([question(now - 1), notice], SETTINGS)[0] == "done"
 
 
 def test_only_the_last_question_counts() -> None:
-    steps = [question(LONG_AGO), answer(LONG_AGO, "complete", saved=LONG_AGO), {**question(NOW - 1), "id": "q2"}]
-    assert _progress(steps, SETTINGS)[0] == "running"
+    now = time.time()
+    earlier = [question(now - AGO), answer(now - AGO, "complete", saved=now - AGO)]
+    assert _progress([*earlier, {**question(now - 1), "id": "q2"}], SETTINGS)[0] == "running"
 
 
 def test_a_browser_clock_running_ahead_does_not_keep_a_dead_answer_running() -> None:
-    steps = [question(NOW + 3600), answer(NOW + 3600, "in progress", saved=LONG_AGO)]
+    now = time.time()
+    steps = [question(now + 3600), answer(now + 3600, "in progress", saved=now - AGO)]
     assert _progress(steps, SETTINGS) == ("stale", steps[1])
