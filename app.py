@@ -22,6 +22,7 @@ from backend.page.composer import compared_pair, composer_modes, with_modes
 from backend.page.follow import follow
 from backend.page.history_layer import history_layer
 from backend.page.notices import guarded, notice, watch_backend
+from backend.page.remote_stop import ask_stop
 from backend.page.replay_view import send_replay
 from backend.page.runs_view import COMMAND as RUNS
 from backend.page.runs_view import runs_command, send_runs
@@ -145,6 +146,8 @@ async def settings_update(values: dict) -> None:
 async def stop() -> None:
     if (state := chat_state()) is not None and state.stop is not None:
         state.stop.set()  # Chainlit also cancels the task; this covers a lost cancel
+    if state is not None and state.following is not None and not state.following.done():
+        await ask_stop(cl.context.session.thread_id)  # another page process streams it
 
 
 def busy_elsewhere(state: ChatState) -> bool:

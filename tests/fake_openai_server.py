@@ -10,6 +10,7 @@ cannot be made to hang mid-stream. This one answers according to a keyword in th
   SILENT  accepts the request and never sends a token (for the first-token timeout)
   DROP    sends part of an answer, then breaks the connection (a server dying mid-answer)
   SLOW    40 words of answer over about 10 s (a tab reloaded, or a second one opened, meanwhile)
+  MARATHON  120 words of answer over about 30 s (time to open it elsewhere and press Stop there)
   PONDER  40 words of reasoning in delta.reasoning over about 10 s, then 8 words of answer (a chat
           opened elsewhere before anything of the answer is stored)
   LONGTHINK  20 words of reasoning in delta.reasoning, then the answer; with thinking_token_budget N
@@ -49,6 +50,8 @@ def chunk(*, content: str | None = None, reasoning: str | None = None, finish: s
 def script_for(text: str, budget: int | None = None) -> list[dict]:
     if "SLOW" in text:
         return [{"content": f"word{i} "} for i in range(1, 41)]
+    if "MARATHON" in text:
+        return [{"content": f"word{i} "} for i in range(1, 121)]
     if "PONDER" in text:
         return [{"reasoning": f"step{i} "} for i in range(1, 41)] + [{"content": f"word{i} "} for i in range(1, 9)]
     if "LONGTHINK" in text:
@@ -89,7 +92,9 @@ async def completions(request: Request):
             await asyncio.sleep(3600)
         finish = "stop"
         for step in script_for(text, body.get("thinking_token_budget")):
-            await asyncio.sleep(0.05 if "LONGTHINK" in text else 0.25 if "SLOW" in text or "PONDER" in text else 0.3)
+            await asyncio.sleep(
+                0.05 if "LONGTHINK" in text else 0.25 if any(k in text for k in ("SLOW", "PONDER", "MARATHON")) else 0.3
+            )
             if "finish" in step:
                 finish = step["finish"]
                 continue

@@ -62,11 +62,12 @@ def test_a_question_long_unanswered_is_left_alone() -> None:
     assert _progress([question(time.time() - AGO)], SETTINGS) == ("stale", None)
 
 
-def test_a_finished_answer_or_a_notice_ends_the_turn() -> None:
+def test_a_finished_answer_ends_the_turn_and_a_notice_does_not() -> None:
     now = time.time()
     assert _progress([question(now - 1), answer(now, "complete", saved=now)], SETTINGS)[0] == "done"
     notice = {"id": "n", "type": "assistant_message", "createdAt": iso(now), "metadata": {}}
-    assert _progress([question(now - 1), notice], SETTINGS)[0] == "done"
+    assert _progress([question(now - 1), notice], SETTINGS)[0] == "running"  # e.g. Stop pressed while it thinks
+    assert _progress([question(now - AGO), notice], SETTINGS)[0] == "stale"
 
 
 def test_only_the_last_question_counts() -> None:

@@ -150,6 +150,32 @@ def test_through_the_balancer_a_chat_opened_before_its_first_save_follows_the_an
             assert other.get_by_text("Thought for").count() >= 1  # its thinking came along
 
 
+def test_through_the_balancer_stop_in_a_tab_on_the_other_process_stops_the_answer(tmp_path, fake_server_url) -> None:
+    """Stop pressed in a tab that follows the answer from the other page process stops it where it
+    streams (at its next save): both tabs and the history show it stopped, cut short."""
+    from backend.server.balancer import COOKIE
+    from tests.harness_cli import BalancedService
+
+    question = "MARATHON: count until the other process stops you"
+    with BalancedService(tmp_path, fake_server_url) as service:
+        service.wait_for("chat ready at")
+        with browser_page(service.url, screenshot=shot("follow-stop-elsewhere")) as page:
+            send(page, question)
+            wait_for(lambda: words(page) >= 3 and "/thread/" in page.url, timeout=30)
+            other = page.context.browser.new_page()
+            other.goto(service.url)
+            other.locator("#thread-history").get_by_text(question).first.click(timeout=30_000)
+            mine = {c["name"]: c["value"] for c in page.context.cookies()}[COOKIE]
+            theirs = {c["name"]: c["value"] for c in other.context.cookies()}[COOKIE]
+            assert mine != theirs  # the second browser really is on the other process
+            wait_for(lambda: words(other) >= 1, timeout=30)  # it follows
+            other.locator("#stop-button").click(timeout=20_000)
+            wait_for(lambda: "Stopped by you." in last_answer(page), timeout=30)
+            wait_for(lambda: "Stopped by you." in last_answer(other), timeout=30)
+    [record] = load_records(tmp_path / "data" / "history.sqlite3")
+    assert record["outcome"] == "stopped" and 3 <= len(record["answer"].split()) < 120
+
+
 @pytest.mark.server
 def test_on_the_real_server_a_reloaded_tab_follows_the_answer_to_its_end(vllm_server, tmp_path: Path) -> None:
     env = {

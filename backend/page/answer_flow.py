@@ -62,8 +62,9 @@ async def answer(
     engine = await engine_facts(settings, services.facts if services else None)
     request = new_request(settings, sampling, messages, engine=engine, sample=sample, session_id=session_id, **asked)
     streams = services.streams if services else StreamCounter()
-    view = AnswerView(settings, shown=shown, streams=streams)
+    view = AnswerView(settings, shown=shown, streams=streams, thread_id=session_id)
     with streams.streaming():
-        result = await stream_answer(client, settings, request, observer=view, stop=stop_requested)
+        stop = lambda: stop_requested() or view.stopped_elsewhere  # noqa: E731 - read after every piece
+        result = await stream_answer(client, settings, request, observer=view, stop=stop)
     await view.finish(result, actions=actions())
     return PageAnswer(text=result.answer, message=view.reply)

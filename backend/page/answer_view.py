@@ -19,7 +19,7 @@ from chainlit.utils import utc_now
 
 from backend.answers.outcome import PANEL_LIMIT, AnswerOutcome, thought_for
 from backend.answers.stream import LiveAnswer
-from backend.page import live_answers
+from backend.page import live_answers, remote_stop
 from backend.page.token_batcher import StreamCounter, TokenBatcher
 from backend.settings import Settings
 
@@ -39,6 +39,9 @@ class AnswerView:
     answer: TokenBatcher | None = None
     saved_at: float = field(default_factory=time.monotonic)
     saving: asyncio.Task | None = None  # the partial save in flight, if any
+    thread_id: str | None = None  # its chat: where a tab on another process asks it to stop
+    started: float = field(default_factory=time.time)
+    stopped_elsewhere: bool = False  # Stop pressed in a tab on another page process (remote_stop.py)
 
     def _ensure_reply(self) -> cl.Message:
         """The answer message, created when answer text (or the end) arrives: after the thinking step."""
@@ -106,6 +109,8 @@ class AnswerView:
         if self.reply is not None:
             self.reply.metadata = self.live.record_in_progress(thinking_step_id=self.thinking_step_id)
             await store.update_step(self.reply.to_dict())
+        if self.thread_id is not None and await remote_stop.stop_asked_since(self.thread_id, self.started):
+            self.stopped_elsewhere = True
 
     async def _close_step(self, label: str) -> None:
         if self.step is None or self.thinking is None:

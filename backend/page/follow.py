@@ -71,6 +71,8 @@ def _progress(steps: list[StepDict], settings: Settings) -> tuple[Progress, Step
 
     Until the page process that streams it makes its first save of the answer, there is only the
     question (and perhaps the thinking so far): that is "running" too while something was saved lately.
+    A message without a record (a notice, Chainlit's "Task manually stopped.") does not end the turn:
+    the answer may still come, or be stored stopped.
     """
     turn = _last_turn(steps)
     if not turn:
@@ -80,8 +82,6 @@ def _progress(steps: list[StepDict], settings: Settings) -> tuple[Progress, Step
     step = answered[-1] if answered else None
     if step is not None and _record(step).get("outcome") != "in progress":
         return "done", None
-    if step is None and any(s.get("type") == "assistant_message" for s in after):
-        return "done", None  # a notice or an error answered it
     saves = [_epoch(question.get("createdAt"))] + [
         last_saved(_record(s)) or (s.get("metadata") or {}).get(SAVED_KEY) for s in after
     ]
