@@ -22,7 +22,7 @@ from backend.page.live_answers import LiveAnswer
 from backend.page.notices import notice, wait_for_backend
 from backend.page.services import PageServices
 from backend.page.token_batcher import StreamCounter
-from backend.settings import Settings
+from backend.settings import Settings, page_replica
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,8 @@ async def answer(
     engine = await engine_facts(settings, services.facts if services else None)
     request = new_request(settings, sampling, messages, engine=engine, sample=sample, session_id=session_id, **asked)
     streams = services.streams if services else StreamCounter()
-    view = AnswerView(settings, shown=shown, streams=streams, thread_id=session_id)
+    # Only beside other page processes can a tab elsewhere press Stop (one read per save, so not for one).
+    view = AnswerView(settings, shown=shown, streams=streams, thread_id=session_id if page_replica() else None)
     with streams.streaming():
         stop = lambda: stop_requested() or view.stopped_elsewhere  # noqa: E731 - read after every piece
         result = await stream_answer(client, settings, request, observer=view, stop=stop)
