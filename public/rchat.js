@@ -52,6 +52,33 @@
     showStrip(data.strip, data.page);
   });
 
+  // --- the draft ---
+  // Chainlit swaps its composer for a new one when an empty chat gets its first message (on a busy
+  // host the "server is starting" notice can arrive after the visitor began typing), and again when a
+  // new chat moves to /thread/<id>. Words typed into the old box would be lost: carry them over.
+  let draft = "";
+  let box = null;
+  const composer = () => document.getElementById("chat-input");
+  document.addEventListener("input", (event) => {
+    if (event.target && event.target.id === "chat-input") draft = event.target.value;
+  }, true);
+  document.addEventListener("keydown", (event) => {  // Enter sends (Shift+Enter is a new line)
+    if (event.target && event.target.id === "chat-input" && event.key === "Enter" && !event.shiftKey && !event.isComposing) draft = "";
+  }, true);
+  document.addEventListener("click", (event) => {  // sent, or a new chat asked for: nothing to carry
+    if (event.target && event.target.closest && event.target.closest("#chat-submit, #new-chat-button, #starters button")) draft = "";
+  }, true);
+  function keepDraft() {
+    const now = composer();
+    if (!now || now === box) return;
+    box = now;
+    if (draft && !now.value) {
+      Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, "value").set.call(now, draft);
+      now.dispatchEvent(new Event("input", { bubbles: true }));  // so React's state has it too
+    }
+  }
+  new MutationObserver(keepDraft).observe(document.documentElement, { childList: true, subtree: true });
+
   if (!kiosk) return;
 
   // --- booth mode ---
