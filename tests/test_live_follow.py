@@ -105,10 +105,23 @@ def test_a_dropped_connection_gets_back_every_word_in_order(app) -> None:
         assert said == [f"word{i}" for i in range(1, 41)]
 
 
+def open_on_the_other_process(page, url: str, question: str):
+    """A second browser (its own cookies) opens the chat from the sidebar: HAProxy's least-busy pick puts it
+    on the page process that is not streaming the answer, which is checked on the balancer's cookie."""
+    from backend.server.balancer import COOKIE
+
+    other = page.context.browser.new_page()
+    other.goto(url)
+    other.locator("#thread-history").get_by_text(question).first.click(timeout=30_000)
+    mine = {c["name"]: c["value"] for c in page.context.cookies()}[COOKIE]
+    theirs = {c["name"]: c["value"] for c in other.context.cookies()}[COOKIE]
+    assert mine != theirs  # the second browser really is on the other process
+    return other
+
+
 def test_through_the_balancer_a_tab_on_the_other_page_process_follows_the_saves(tmp_path, fake_server_url) -> None:
     """Two page processes behind HAProxy: a reload stays on its process and joins the answer there; a
     second browser lands on the other process, which follows the answer through its saves."""
-    from backend.server.balancer import COOKIE
     from tests.harness_cli import BalancedService
 
     with BalancedService(tmp_path, fake_server_url) as service:
@@ -118,20 +131,14 @@ def test_through_the_balancer_a_tab_on_the_other_page_process_follows_the_saves(
             wait_for(lambda: words(page) >= 4 and "/thread/" in page.url, timeout=30)
             page.reload()
             wait_for(lambda: words(page) >= 8, timeout=30)
-            other = page.context.browser.new_page()
-            other.goto(service.url)
-            other.locator("#thread-history").get_by_text("SLOW: count on two processes").first.click(timeout=30_000)
-            mine = {c["name"]: c["value"] for c in page.context.cookies()}[COOKIE]
-            theirs = {c["name"]: c["value"] for c in other.context.cookies()}[COOKIE]
+            other = open_on_the_other_process(page, service.url, "SLOW: count on two processes")
             wait_for(lambda: "finish: stop" in last_answer(page), timeout=60)
             wait_for(lambda: words(other) == 40 and "finish: stop" in last_answer(other), timeout=60)
-            assert mine != theirs  # the second browser really was on the other process
 
 
 def test_through_the_balancer_a_chat_opened_before_its_first_save_follows_the_answer(tmp_path, fake_server_url) -> None:
     """The other page process opens the chat while its answer still thinks, so nothing of the answer
     is stored yet (only the question): it follows the answer anyway, thinking and words, to the end."""
-    from backend.server.balancer import COOKIE
     from tests.harness_cli import BalancedService
 
     question = "PONDER: think before you count"
@@ -140,12 +147,7 @@ def test_through_the_balancer_a_chat_opened_before_its_first_save_follows_the_an
         with browser_page(service.url, screenshot=shot("follow-before-save")) as page:
             send(page, question)
             page.get_by_text("step2").first.wait_for(timeout=30_000)  # it thinks
-            other = page.context.browser.new_page()
-            other.goto(service.url)
-            other.locator("#thread-history").get_by_text(question).first.click(timeout=30_000)
-            mine = {c["name"]: c["value"] for c in page.context.cookies()}[COOKIE]
-            theirs = {c["name"]: c["value"] for c in other.context.cookies()}[COOKIE]
-            assert mine != theirs  # the second browser really is on the other process
+            other = open_on_the_other_process(page, service.url, question)
             wait_for(lambda: words(other) == 8 and "finish: stop" in last_answer(other), timeout=60)
             assert other.get_by_text("Thought for").count() >= 1  # its thinking came along
 
@@ -153,7 +155,6 @@ def test_through_the_balancer_a_chat_opened_before_its_first_save_follows_the_an
 def test_through_the_balancer_stop_in_a_tab_on_the_other_process_stops_the_answer(tmp_path, fake_server_url) -> None:
     """Stop pressed in a tab that follows the answer from the other page process stops it where it
     streams (at its next save): both tabs and the history show it stopped, cut short."""
-    from backend.server.balancer import COOKIE
     from tests.harness_cli import BalancedService
 
     question = "MARATHON: count until the other process stops you"
@@ -162,12 +163,7 @@ def test_through_the_balancer_stop_in_a_tab_on_the_other_process_stops_the_answe
         with browser_page(service.url, screenshot=shot("follow-stop-elsewhere")) as page:
             send(page, question)
             wait_for(lambda: words(page) >= 3 and "/thread/" in page.url, timeout=30)
-            other = page.context.browser.new_page()
-            other.goto(service.url)
-            other.locator("#thread-history").get_by_text(question).first.click(timeout=30_000)
-            mine = {c["name"]: c["value"] for c in page.context.cookies()}[COOKIE]
-            theirs = {c["name"]: c["value"] for c in other.context.cookies()}[COOKIE]
-            assert mine != theirs  # the second browser really is on the other process
+            other = open_on_the_other_process(page, service.url, question)
             wait_for(lambda: words(other) >= 1, timeout=30)  # it follows
             other.locator("#stop-button").click(timeout=20_000)
             wait_for(lambda: "Stopped by you." in last_answer(page), timeout=30)

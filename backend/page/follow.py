@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from datetime import datetime
 from typing import Any, Literal
 
 import chainlit as cl
@@ -21,7 +20,7 @@ from chainlit.step import StepDict
 
 from backend.chat.conversation import Conversation
 from backend.page.chat_state import ChatState
-from backend.page.live_answers import AFTER_RESUME, SAVED_KEY, LiveAnswers, last_saved
+from backend.page.live_answers import AFTER_RESUME, SAVED_KEY, LiveAnswers, epoch, last_saved
 from backend.records import RECORD_KEY
 from backend.settings import Settings
 
@@ -82,7 +81,7 @@ def _progress(steps: list[StepDict], settings: Settings) -> tuple[Progress, Step
     step = answered[-1] if answered else None
     if step is not None and _record(step).get("outcome") != "in progress":
         return "done", None
-    saves = [_epoch(question.get("createdAt"))] + [
+    saves = [epoch(question.get("createdAt"))] + [
         last_saved(_record(s)) or (s.get("metadata") or {}).get(SAVED_KEY) for s in after
     ]
     now = time.time()
@@ -132,10 +131,3 @@ async def _follow_saves(thread_id: str, known: set[str], settings: Settings, sta
     finally:
         with contextlib.suppress(Exception):
             await emitter.task_end()
-
-
-def _epoch(stamp: object) -> float | None:
-    try:
-        return datetime.fromisoformat(str(stamp)).timestamp()
-    except ValueError:
-        return None

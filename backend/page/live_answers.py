@@ -107,8 +107,12 @@ async def _welcome(watcher: Watcher, live: LiveAnswer) -> None:
 
 def last_saved(record: dict[str, Any]) -> float | None:
     """When an in-progress answer was last stored (epoch seconds), from its stamp's finished_at."""
-    stamp = record.get("stamp") or {}
+    return epoch((record.get("stamp") or {}).get("finished_at"))
+
+
+def epoch(stamp: object) -> float | None:
+    """An ISO time as stored (a stamp's, a step's createdAt) in epoch seconds; None if it is not one."""
     try:
-        return datetime.fromisoformat(str(stamp.get("finished_at"))).timestamp()
+        return datetime.fromisoformat(str(stamp)).timestamp()
     except ValueError:
         return None
