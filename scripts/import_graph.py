@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ROLES = ("server", "engine", "chat", "answers", "page", "qa", "bench")
-ENTRY = {"app": "app.py", "backend.__main__": "CLI"}
+ENTRY = {"app": "app.py", "backend.__main__": "CLI", "backend.cli": "CLI"}
 
 
 def role(module: str) -> str:

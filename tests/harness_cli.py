@@ -87,7 +87,10 @@ def add_user(data_dir: Path, name: str, password: str) -> None:
 class BalancedService:
     """`python -m backend run` with RCHAT_PAGE_WORKERS=2 in external mode; remembers what it printed."""
 
-    def __init__(self, tmp_path: Path, server_url: str, workers: int = 2, **extra: str) -> None:
+    def __init__(
+        self, tmp_path: Path, server_url: str, workers: int = 2, ignored: tuple[int, ...] = (), **extra: str
+    ) -> None:
+        """`ignored`: signals it starts with ignored, as `nohup` starts a command with SIGHUP ignored."""
         self.ui_port, vllm_port = free_ports(2)
         clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
         env = {
@@ -109,6 +112,7 @@ class BalancedService:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=lambda: [signal.signal(sig, signal.SIG_IGN) for sig in ignored],
         )
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.__main__ import main
+from backend.cli import main
 from backend.errors import CompareInputError
 from backend.qa.compare.battles import Battle, battles_from_records, parse_votes, select
 from backend.qa.compare.board import board_text, build_board

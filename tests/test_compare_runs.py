@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.__main__ import main
+from backend.cli import main
 from backend.qa.accuracy import Graded, QuestionAccuracy, wilson_interval
 from backend.qa.compare.runs import Tally, difference_interval, read_run
 from backend.qa.run_report import write_json

@@ -22,8 +22,8 @@ import httpx
 import psutil
 import pytest
 
-from backend.__main__ import cmd_stop
 from backend.chat.health import describe_down, wait_until_healthy
+from backend.cli import cmd_stop
 from backend.engine.vllm_command import LaunchSpec
 from backend.readiness import Awaited, Readiness, process_gone, wait_ready
 from backend.server import processes

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.__main__ import _asking_settings
+from backend.cli import _asking_settings
 from backend.qa.export import load_records
 from backend.server import processes
 from backend.server_status import commands_api_key, key_file, read_status, remove_key, write_key

@@ -10,7 +10,9 @@ moment, a restart's wait included:
 - the chat page dies: restart it under its own policy while vLLM stays up; over its limit, stop all.
   With RCHAT_PAGE_WORKERS > 1 that holds for each page process and for HAProxy in front of them
   (backend/server/page_pool.py).
-- SIGINT/SIGTERM/SIGHUP, at any moment: stop both (page first) within their grace periods.
+- SIGINT/SIGTERM/SIGHUP, at any moment: stop both (page first) within their grace periods; one that came
+  before anything was launched (backend/stop_request.py holds them from the process's first moment)
+  launches nothing. SIGHUP is ignored under `nohup`.
 A watchdog process covers our own death: nothing we started outlives us.
 """
 
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -40,6 +41,7 @@ from backend.server.watchdog_link import WatchdogLink
 from backend.server_status import BackendStatus, key_file, remove_key, write_key, write_status
 from backend.server_status import State as PublishedState
 from backend.settings import Settings
+from backend.stop_request import StopRequest
 
 TICK = 0.5  # seconds between looks at the children; also the longest a stop request waits
 
@@ -58,11 +60,12 @@ class Launcher:
         launch: LaunchSpec | None = None,
         page_argv: list[str] | None = None,
         after_healthy: AfterHealthy | None = None,
+        stop: StopRequest | None = None,
     ) -> None:
         self.settings, self.with_ui = settings, with_ui
+        self.stop = stop or StopRequest()  # the CLI's, holding the signals since the process began
         self.preflight: Preflight = lambda _settings: []  # run() sets the CLI's (the history's check)
         self.started = time.monotonic()
-        self.stop_signal: int | None = None
         self.state = BackendStatus(state="starting", since=time.time(), pid=os.getpid())
         self.watchdog = WatchdogLink.start()
         self.warning = ""  # from the start-up self-test: shown on the page while the server runs
@@ -97,9 +100,9 @@ class Launcher:
         )
 
     def request_stop(self, signum: int) -> None:
-        """What the signal handlers call: the loop sees it within one tick, whatever it was doing."""
-        if self.stop_signal is None:
-            self.stop_signal = signum
+        """A stop, as a signal asks for it: the loop sees it within one tick, whatever it was doing."""
+        if self.stop.signum is None:
+            self.stop.signum = signum
 
     # --- status published for the UI ---
     def _publish(self, state: PublishedState, phase: str = "", message: str = "") -> None:
@@ -203,6 +206,8 @@ class Launcher:
                 return 2
             if self.with_ui:
                 self.pages.check_ports()
+            if (signum := self.stop.signum) is not None:  # during the imports or the checks: start nothing
+                return self._stopped(signum)
             self._say_starting()
             # The key the page gets, for this user's own commands (replay, qa run): mode 0600, never logged.
             write_key(key_file(self.settings.status_file), self.server.api_key, os.getpid())
@@ -239,7 +244,7 @@ class Launcher:
     def _loop(self) -> int:
         """Tick both children until a stop is asked for or one of them can no longer be kept up."""
         with httpx.Client() as http:
-            while self.stop_signal is None:
+            while (signum := self.stop.signum) is None:
                 self.vllm.tick(http)
                 if self.vllm.state is State.FAILED and self.vllm.error is not None:
                     raise self.vllm.error
@@ -255,8 +260,11 @@ class Launcher:
                 if self.vllm.state is State.GAVE_UP and not self.with_ui:
                     return 1  # no page to explain it on
                 time.sleep(TICK)
-        say(console.got_signal(self.stop_signal))
-        return 128 + self.stop_signal
+        return self._stopped(signum)
+
+    def _stopped(self, signum: int) -> int:
+        say(console.got_signal(signum))
+        return 128 + signum
 
     def _stop_all(self) -> None:
         self.pages.stop(grace=10)
@@ -280,10 +288,9 @@ def run(
     with_ui: bool = True,
     after_healthy: AfterHealthy | None = None,
     preflight: Preflight = lambda _settings: [],
+    stop: StopRequest,
 ) -> int:
-    """Entry point: install signal handlers (only here) and run the launcher."""
-    launcher = Launcher(settings, with_ui=with_ui, after_healthy=after_healthy)
+    """Entry point: run the launcher; `stop` holds the stop signals (installed by the CLI, first thing)."""
+    launcher = Launcher(settings, with_ui=with_ui, after_healthy=after_healthy, stop=stop)
     launcher.preflight = preflight
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _frame: launcher.request_stop(signum))
     return launcher.run()

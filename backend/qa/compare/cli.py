@@ -68,7 +68,7 @@ def compare_parser() -> argparse.ArgumentParser:
 
 
 def qa_compare_command(action: str, argv: list[str]) -> int:
-    """Entry from backend/__main__.py for `qa board ...` and `qa compare ...`."""
+    """Entry from backend/cli.py for `qa board ...` and `qa compare ...`."""
     return board_command(argv) if action == "board" else compare_command(argv)
 
 

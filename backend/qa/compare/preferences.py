@@ -190,7 +190,7 @@ def csv_text(battles: list[dict[str, Any]]) -> tuple[str, Tally]:
 
 
 def votes_command(path: Path | PgHistory, args: argparse.Namespace) -> int:
-    """`export --votes` from backend/__main__.py: 2 for options that do not go with it."""
+    """`export --votes` from backend/cli.py: 2 for options that do not go with it."""
     clash = (
         "--format csv is for --votes"
         if not args.votes

@@ -1,0 +1,88 @@
+"""Stop signals from a command's first moment (backend/stop_request.py): a Ctrl-C during the imports
+ends the command without a stack trace, one before the launcher starts anything starts nothing, and
+`nohup` keeps the chat up when its terminal closes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from backend.settings import PROJECT_ROOT
+from backend.stop_request import StopRequest
+from tests.conftest import ctrl_c_as_in_a_terminal, free_ports
+from tests.harness_cli import PLAIN_PATH, BalancedService
+
+
+@pytest.fixture
+def dispositions() -> Iterator[None]:
+    """This process's handlers for the stop signals, put back after the test."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+def test_a_signal_is_held_until_released_and_nohup_is_kept(dispositions: None) -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts a command
+    stop = StopRequest.install()
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    signal.raise_signal(signal.SIGTERM)
+    signal.raise_signal(signal.SIGINT)
+    assert stop.signum == signal.SIGTERM  # the first one counts; neither ended this process
+    stop.signum = None
+    stop.release()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+
+
+def ctrl_c_at_once(*args: str, env: dict[str, str]) -> tuple[int, str]:
+    """`python -m backend ARGS` from a terminal, with Ctrl-C (SIGINT to its group) 0.2 s after it starts,
+    while it imports: its exit status and what it printed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backend", *args],
+        cwd=PROJECT_ROOT,
+        env={**env, "PATH": PLAIN_PATH},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
+    )
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    return proc.returncode, output
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_ctrl_c_while_a_command_imports_ends_it_without_a_stack_trace(tmp_path, command: str) -> None:
+    ui_port, vllm_port = free_ports(2)
+    env = {
+        "RCHAT_LOG_DIR": str(tmp_path),
+        "RCHAT_DATA_DIR": str(tmp_path / "data"),
+        "RCHAT_UI_PORT": str(ui_port),
+        "RCHAT_BASE_URL": f"http://127.0.0.1:{vllm_port}",  # nothing listens: nothing may be started anyway
+    }
+    code, output = ctrl_c_at_once(command, env=env)
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+    if command == "run":  # the launcher: it says so, and starts no page
+        assert code == 128 + signal.SIGINT, output
+        assert "got SIGINT, stopping" in output and "chat page" not in output, output
+    else:  # any other command ends as Ctrl-C ends it, so a shell running it (setup.sh) stops too
+        assert code == -signal.SIGINT, output
+
+
+def test_under_nohup_a_closed_terminal_leaves_the_chat_up(tmp_path, fake_server_url: str) -> None:
+    with BalancedService(tmp_path, fake_server_url, workers=1, ignored=(signal.SIGHUP,)) as service:
+        service.wait_for("chat ready at")
+        service.proc.send_signal(signal.SIGHUP)
+        time.sleep(2)
+        assert service.proc.poll() is None, service.output
+        assert "got SIGHUP" not in service.output
+        service.proc.send_signal(signal.SIGTERM)
+        assert service.proc.wait(timeout=60) == 128 + signal.SIGTERM, service.output
