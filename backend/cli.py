@@ -58,7 +58,8 @@ def cmd_prepare(settings: Settings) -> int:
         print(problem, file=sys.stderr)
     if any(p.startswith("error") for p in problems):
         return 2
-    ensure_installed(settings)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the page count alone: setup.sh reads it
+        ensure_installed(settings)
     print(page_workers(settings, resolve_device(settings)))
     return 0
 
