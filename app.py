@@ -1,5 +1,7 @@
 """Chainlit hooks only: every decision lives in backend/ (backend/page renders, the rest is plain Python)."""
 
+import asyncio
+
 import chainlit as cl
 from chainlit.config import config
 from chainlit.server import sio
@@ -127,10 +129,14 @@ async def start() -> None:
 async def resume(thread: dict) -> None:
     """An earlier chat from the sidebar: the model sees its questions and answers again."""
     state = init_session(Conversation.from_steps(thread.get("steps") or []))
-    await restore_comparisons(thread, state.comparisons)
-    await follow(thread, answers=services.live, settings=settings, state=state)
-    state.sampling, _ = apply_update(state.sampling, cl.user_session.get("chat_settings") or {}, settings)
-    await open_chat(state)
+    resumed = asyncio.Event()  # Chainlit sends the tab the stored chat once this hook returns
+    try:
+        await restore_comparisons(thread, state.comparisons)
+        await follow(thread, answers=services.live, settings=settings, state=state, resumed=resumed)
+        state.sampling, _ = apply_update(state.sampling, cl.user_session.get("chat_settings") or {}, settings)
+        await open_chat(state)
+    finally:
+        resumed.set()
 
 
 @cl.on_settings_update

@@ -20,7 +20,7 @@ from chainlit.step import StepDict
 
 from backend.chat.conversation import Conversation
 from backend.page.chat_state import ChatState
-from backend.page.live_answers import AFTER_RESUME, SAVED_KEY, LiveAnswers, epoch, last_saved
+from backend.page.live_answers import SAVED_KEY, LiveAnswers, after_resume, epoch, last_saved
 from backend.records import RECORD_KEY
 from backend.settings import Settings
 
@@ -39,10 +39,14 @@ def stale_after(settings: Settings) -> float:
     return 3 * settings.persist_interval + 10
 
 
-async def follow(thread: dict[str, Any], *, answers: LiveAnswers, settings: Settings, state: ChatState) -> None:
-    """Called when a chat opens: follow its answer in progress, if it has one."""
+async def follow(
+    thread: dict[str, Any], *, answers: LiveAnswers, settings: Settings, state: ChatState, resumed: asyncio.Event
+) -> None:
+    """Called when a chat opens: follow its answer in progress, if it has one. What is shown waits for
+    `resumed` (set when the resume hook returns): Chainlit then sends the stored chat, which replaces
+    whatever the tab had, so anything sent before it would vanish."""
     steps = thread.get("steps") or []
-    live = await answers.join(thread["id"], cl.context.emitter, {s["id"] for s in steps})
+    live = await answers.join(thread["id"], cl.context.emitter, {s["id"] for s in steps}, resumed)
     if live is not None:
         state.stop, state.busy = live.stop, live.task  # Stop in this tab stops it; a new question waits
         return
@@ -51,7 +55,7 @@ async def follow(thread: dict[str, Any], *, answers: LiveAnswers, settings: Sett
         await mark_interrupted(step)
     elif progress == "running":
         known = {s["id"] for s in steps}
-        state.following = asyncio.create_task(_follow_saves(thread["id"], known, settings, state))
+        state.following = asyncio.create_task(_follow_saves(thread["id"], known, settings, state, resumed))
 
 
 def _record(step: StepDict) -> dict[str, Any]:
@@ -102,12 +106,14 @@ async def mark_interrupted(step: StepDict) -> None:
     await cl.context.emitter.update_step(step)
 
 
-async def _follow_saves(thread_id: str, known: set[str], settings: Settings, state: ChatState) -> None:
+async def _follow_saves(
+    thread_id: str, known: set[str], settings: Settings, state: ChatState, resumed: asyncio.Event
+) -> None:
     """Another process streams it: show each save it makes until the answer ends or its saves stop."""
     emitter, store = cl.context.emitter, get_data_layer()
     if store is None:
         return
-    await asyncio.sleep(AFTER_RESUME)
+    await after_resume(resumed)
     await emitter.task_start()
     try:
         while True:

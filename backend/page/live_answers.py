@@ -21,7 +21,7 @@ from chainlit.emitter import BaseChainlitEmitter
 from chainlit.step import StepDict
 
 PUSH_EVERY = 0.25  # seconds between updates sent to watching tabs
-AFTER_RESUME = 0.3  # seconds: after Chainlit's own resume events have gone out
+AFTER_RESUME = 0.3  # seconds after the resume hook returns: Chainlit's resume event has gone out by then
 SAVED_KEY = "rchat_saved_at"  # in a thinking step's metadata: when it was last stored (epoch seconds)
 
 
@@ -41,6 +41,7 @@ class LiveAnswer:
     watchers: list[Watcher] = field(default_factory=list)
     items: dict[str, Any] = field(default_factory=dict)  # step id -> its Step or Message, as it streams
     pushed_at: float = 0.0
+    done: bool = False  # ended: a tab that joins now gets the answer without being told it runs
 
     async def show(self, item: Any, *, now: bool = False) -> None:
         """One of the answer's steps changed: to every watcher (every PUSH_EVERY at most, or `now`)."""
@@ -53,6 +54,7 @@ class LiveAnswer:
             await _push(watcher, steps)
 
     async def ended(self) -> None:
+        self.done = True
         for watcher in self.watchers:
             with contextlib.suppress(Exception):
                 await watcher.emitter.task_end()
@@ -83,25 +85,37 @@ class LiveAnswers:
         try:
             yield live
         finally:
+            live.done = True  # however it ended (an error too): a tab joining late is not told it runs
             if self.by_thread.get(thread_id) is live:
                 del self.by_thread[thread_id]
 
-    async def join(self, thread_id: str, emitter: BaseChainlitEmitter, known: set[str]) -> LiveAnswer | None:
-        """Watch the chat's answer if one streams here: its latest state now, then every update."""
+    async def join(
+        self, thread_id: str, emitter: BaseChainlitEmitter, known: set[str], resumed: asyncio.Event
+    ) -> LiveAnswer | None:
+        """Watch the chat's answer if one streams here: its latest state once the tab has the stored chat
+        (`resumed`), then every update."""
         live = self.by_thread.get(thread_id)
         if live is None:
             return None
-        watcher = Watcher(emitter, set(known))
-        live.watchers.append(watcher)
-        asyncio.create_task(_welcome(watcher, live))
+        asyncio.create_task(_welcome(Watcher(emitter, set(known)), live, resumed))
         return live
 
 
-async def _welcome(watcher: Watcher, live: LiveAnswer) -> None:
-    """Once the tab has the chat (Chainlit sends it right after on_chat_resume, and with it ends any task
-    the tab showed), it is told the answer runs (it shows Stop) and gets the answer as it is now."""
+async def after_resume(resumed: asyncio.Event) -> None:
+    """Until the tab has the stored chat: Chainlit sends it right after on_chat_resume returns (which sets
+    `resumed`), and it replaces what the tab shows and ends any task it showed. Under load that hook can
+    take seconds, so a fixed wait was not enough: a reloaded tab lost the answer it had joined."""
+    await resumed.wait()
     await asyncio.sleep(AFTER_RESUME)
-    await watcher.emitter.task_start()
+
+
+async def _welcome(watcher: Watcher, live: LiveAnswer, resumed: asyncio.Event) -> None:
+    """Once the tab has the chat, it is told the answer runs (it shows Stop), gets the answer as it is now,
+    and from then on every update. Not before: what it was sent earlier, the stored chat replaces."""
+    await after_resume(resumed)
+    live.watchers.append(watcher)
+    if not live.done:
+        await watcher.emitter.task_start()
     await _push(watcher, [i.to_dict() for i in live.items.values()])
 
 
