@@ -75,33 +75,3 @@ def fake_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
     finally:
         processes.stop_group(fake, grace=2)
-
-
-# CI runs the suite on every core with pytest-xdist (.ci/run: `-n 3 --dist loadgroup`; issue 36's time budget).
-# A file's tests stay on one worker, so its module fixtures (a vLLM, a page) start once; the start-service
-# tests, each a whole start of its own, spread over the workers. Longest first: a long test taken last
-# would leave the other workers idle at the end (the order does not change what any test checks).
-SPREAD = {"test_start_service"}
-LONGEST_FIRST = [
-    "test_start_service",
-    "test_compare_page",
-    "test_user_commands_key",
-    "test_supervisor",
-    "test_cpu_host",
-    "test_replay",
-    "test_soak",
-    "test_booth_page",
-    "test_qa_browser",
-    "test_live_follow",
-    "test_chat_page",
-    "test_bench_interrupt",
-    "test_chat_client",
-]
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.stem not in SPREAD:
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
-    rank = {stem: i for i, stem in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))
