@@ -1,5 +1,6 @@
-"""Command line: `python -m backend [COMMAND]` (entry: backend/__main__.py) (run, serve, start, stop, status, check, export, user, qa,
-replay; run when none is given). `python -m backend COMMAND -h` explains one; the README lists the common ones.
+"""Command line: `python -m backend [COMMAND]` (run, serve, start, stop, status, check, prepare, export, user,
+qa, replay; run when none is given), entered through backend/__main__.py. `python -m backend COMMAND -h`
+explains one; the README lists the common ones.
 """
 
 from __future__ import annotations
@@ -32,14 +33,19 @@ def _pidfile(settings: Settings):
     return settings.log_dir / f"serve-{settings.vllm_port}.pid"
 
 
-def cmd_check(settings: Settings) -> int:
+def _preflight_ok(settings: Settings) -> bool:
+    """The history's and users file's problems, said on stderr; False if one of them stops a start."""
     from backend.qa.setup import preflight
 
-    spec = build_launch(settings, api_key="<hidden>")
     problems = preflight(settings)
     for problem in problems:
         print(problem, file=sys.stderr)
-    if any(p.startswith("error") for p in problems):
+    return not any(p.startswith("error") for p in problems)
+
+
+def cmd_check(settings: Settings) -> int:
+    spec = build_launch(settings, api_key="<hidden>")
+    if not _preflight_ok(settings):
         return 2
     print(f"settings OK; device {spec.device}; vLLM command:")
     print("  " + shlex.join(spec.argv))
@@ -49,14 +55,10 @@ def cmd_check(settings: Settings) -> int:
 def cmd_prepare(settings: Settings) -> int:
     """scripts/setup.sh's one Python step: the settings' problems (on stderr), the server environment and
     the embedded model when missing, then the number of chat page processes to plan for (on stdout)."""
-    from backend.qa.setup import preflight
     from backend.server.install import ensure_installed
     from backend.server.page_pool import page_workers
 
-    problems = preflight(settings)
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    if any(p.startswith("error") for p in problems):
+    if not _preflight_ok(settings):
         return 2
     with contextlib.redirect_stdout(sys.stderr):  # stdout is the page count alone: setup.sh reads it
         ensure_installed(settings)

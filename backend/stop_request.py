@@ -37,9 +37,13 @@ class StopRequest:
             signal.signal(sig, request._handle)
         return request
 
-    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+    def ask(self, signum: int) -> None:
+        """A stop, as `signum` asks for it; the first one asked counts."""
         if self.signum is None:
             self.signum = signum
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self.ask(signum)
 
     def release(self) -> None:
         """Give the signals back to their defaults; one that came while held ends the process now, as it

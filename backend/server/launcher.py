@@ -101,8 +101,7 @@ class Launcher:
 
     def request_stop(self, signum: int) -> None:
         """A stop, as a signal asks for it: the loop sees it within one tick, whatever it was doing."""
-        if self.stop.signum is None:
-            self.stop.signum = signum
+        self.stop.ask(signum)
 
     # --- status published for the UI ---
     def _publish(self, state: PublishedState, phase: str = "", message: str = "") -> None:
