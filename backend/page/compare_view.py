@@ -46,8 +46,7 @@ class CompareView:
         self.sides = {label: {"reasoning": "", "answer": "", "done": False, "note": ""} for label in LABELS}
         if record is not None:
             self._sides_from_record()
-        # A url, so that Chainlit writes no session file for it: its .files folder is shared by every
-        # page process and removed by whichever stops first. The page loads the JSX by name anyway.
+        # A url, so that Chainlit writes no session file for it: the page loads the JSX by name anyway.
         self.element = cl.CustomElement(
             name="Battle", props=self.props(), display="inline", url="/public/elements/Battle.jsx"
         )

@@ -20,6 +20,7 @@ import argparse
 import logging
 import sys
 import warnings
+from pathlib import Path
 
 from backend.settings import PROJECT_ROOT, page_replica
 
@@ -28,10 +29,15 @@ APP = PROJECT_ROOT / "app.py"
 
 def serve(*, host: str, port: int, target: str = str(APP)) -> None:
     """What chainlit.cli.run_chainlit does for `run --headless`, minus nest_asyncio."""
+    import chainlit.config
     import uvicorn
     from chainlit.auth import ensure_jwt_secret
     from chainlit.config import config, load_module
     from chainlit.markdown import init_markdown
+
+    # Chainlit removes its whole files folder (session files: the chat exports) when a process stops;
+    # shared by every page process of this checkout, it would take the others' files with it.
+    chainlit.config.FILES_DIRECTORY = files_folder(port)
 
     config.run.host, config.run.port, config.run.headless = host, port, True
     if page_replica() is not None and not config.project.transports:
@@ -40,8 +46,10 @@ def serve(*, host: str, port: int, target: str = str(APP)) -> None:
         # polling first: each polling request must reach the process that holds the session, which
         # HAProxy's cookie ensures, but one websocket is one connection to one process even without it.
         config.project.transports = ["websocket"]
+    import chainlit.server
     from chainlit.server import app
 
+    chainlit.server.FILES_DIRECTORY = chainlit.config.FILES_DIRECTORY  # what its shutdown removes
     config.run.module_name = target
     load_module(target)
     ensure_jwt_secret()
@@ -52,6 +60,15 @@ def serve(*, host: str, port: int, target: str = str(APP)) -> None:
     # Chainlit's own settings for uvicorn, less per-message deflate: it costs the page CPU on every
     # streamed update and helps only on slow links.
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="error", ws_per_message_deflate=False)).run()
+
+
+def files_folder(port: int) -> Path:
+    """This page process's own folder for session files: one per port, so one per running process."""
+    from chainlit.config import APP_ROOT
+
+    folder = Path(APP_ROOT) / ".files" / f"page-{port}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def main(argv: list[str] | None = None) -> None:
