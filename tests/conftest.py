@@ -15,6 +15,7 @@ from backend.server import processes, self_test
 from backend.server.processes import free_port, free_ports
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT, Settings, load_settings
+from tests import xdist_plan
 
 # A question the embedded model answers "The capital of France is Paris." greedily, in float32 and in
 # every bf16 setup measured, by a clear margin: the self-test's first. The plain "What is the capital
@@ -75,3 +76,16 @@ def fake_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
     finally:
         processes.stop_group(fake, grace=2)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep tests/xdist_plan.py's list whole; on xdist's workers, put the heaviest units first."""
+    if unlisted := xdist_plan.missing(items):
+        raise pytest.UsageError(f"tests/xdist_plan.py: add {sorted(unlisted)} to SESSION_VLLM_FILES")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: xdist_plan.rank(item.nodeid))  # stable: the rest keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    return xdist_plan.make_scheduler(config, log) if config.getvalue("dist") == "loadfile" else None

@@ -105,6 +105,18 @@ def test_a_dropped_connection_gets_back_every_word_in_order(app) -> None:
         assert said == [f"word{i}" for i in range(1, 41)]
 
 
+@pytest.fixture(scope="module")
+def balanced(fake_server_url: str, tmp_path_factory):
+    """`python -m backend run` with two page processes behind HAProxy, shared by the tests through it
+    (each asks its own question); yields it and its history database."""
+    from tests.harness_cli import BalancedService
+
+    folder = tmp_path_factory.mktemp("balanced")
+    with BalancedService(folder, fake_server_url) as service:
+        service.wait_for("chat ready at")
+        yield service, folder / "data" / "history.sqlite3"
+
+
 def open_on_the_other_process(page, url: str, question: str):
     """A second browser (its own cookies) opens the chat from the sidebar: HAProxy's least-busy pick puts it
     on the page process that is not streaming the answer, which is checked on the balancer's cookie."""
@@ -119,56 +131,47 @@ def open_on_the_other_process(page, url: str, question: str):
     return other
 
 
-def test_through_the_balancer_a_tab_on_the_other_page_process_follows_the_saves(tmp_path, fake_server_url) -> None:
+def test_through_the_balancer_a_tab_on_the_other_page_process_follows_the_saves(balanced) -> None:
     """Two page processes behind HAProxy: a reload stays on its process and joins the answer there; a
     second browser lands on the other process, which follows the answer through its saves."""
-    from tests.harness_cli import BalancedService
-
-    with BalancedService(tmp_path, fake_server_url) as service:
-        service.wait_for("chat ready at")
-        with browser_page(service.url, screenshot=shot("follow-balanced")) as page:
-            send(page, "SLOW: count on two processes")
-            wait_for(lambda: words(page) >= 4 and "/thread/" in page.url, timeout=30)
-            page.reload()
-            wait_for(lambda: words(page) >= 8, timeout=30)
-            other = open_on_the_other_process(page, service.url, "SLOW: count on two processes")
-            wait_for(lambda: "finish: stop" in last_answer(page), timeout=60)
-            wait_for(lambda: words(other) == 40 and "finish: stop" in last_answer(other), timeout=60)
+    service, _ = balanced
+    with browser_page(service.url, screenshot=shot("follow-balanced")) as page:
+        send(page, "SLOW: count on two processes")
+        wait_for(lambda: words(page) >= 4 and "/thread/" in page.url, timeout=30)
+        page.reload()
+        wait_for(lambda: words(page) >= 8, timeout=30)
+        other = open_on_the_other_process(page, service.url, "SLOW: count on two processes")
+        wait_for(lambda: "finish: stop" in last_answer(page), timeout=60)
+        wait_for(lambda: words(other) == 40 and "finish: stop" in last_answer(other), timeout=60)
 
 
-def test_through_the_balancer_a_chat_opened_before_its_first_save_follows_the_answer(tmp_path, fake_server_url) -> None:
+def test_through_the_balancer_a_chat_opened_before_its_first_save_follows_the_answer(balanced) -> None:
     """The other page process opens the chat while its answer still thinks, so nothing of the answer
     is stored yet (only the question): it follows the answer anyway, thinking and words, to the end."""
-    from tests.harness_cli import BalancedService
-
+    service, _ = balanced
     question = "PONDER: think before you count"
-    with BalancedService(tmp_path, fake_server_url) as service:
-        service.wait_for("chat ready at")
-        with browser_page(service.url, screenshot=shot("follow-before-save")) as page:
-            send(page, question)
-            page.get_by_text("step2").first.wait_for(timeout=30_000)  # it thinks
-            other = open_on_the_other_process(page, service.url, question)
-            wait_for(lambda: words(other) == 8 and "finish: stop" in last_answer(other), timeout=60)
-            assert other.get_by_text("Thought for").count() >= 1  # its thinking came along
+    with browser_page(service.url, screenshot=shot("follow-before-save")) as page:
+        send(page, question)
+        page.get_by_text("step2").first.wait_for(timeout=30_000)  # it thinks
+        other = open_on_the_other_process(page, service.url, question)
+        wait_for(lambda: words(other) == 8 and "finish: stop" in last_answer(other), timeout=60)
+        assert other.get_by_text("Thought for").count() >= 1  # its thinking came along
 
 
-def test_through_the_balancer_stop_in_a_tab_on_the_other_process_stops_the_answer(tmp_path, fake_server_url) -> None:
+def test_through_the_balancer_stop_in_a_tab_on_the_other_process_stops_the_answer(balanced) -> None:
     """Stop pressed in a tab that follows the answer from the other page process stops it where it
     streams (at its next save): both tabs and the history show it stopped, cut short."""
-    from tests.harness_cli import BalancedService
-
+    service, history = balanced
     question = "MARATHON: count until the other process stops you"
-    with BalancedService(tmp_path, fake_server_url) as service:
-        service.wait_for("chat ready at")
-        with browser_page(service.url, screenshot=shot("follow-stop-elsewhere")) as page:
-            send(page, question)
-            wait_for(lambda: words(page) >= 3 and "/thread/" in page.url, timeout=30)
-            other = open_on_the_other_process(page, service.url, question)
-            wait_for(lambda: words(other) >= 1, timeout=30)  # it follows
-            other.locator("#stop-button").click(timeout=20_000)
-            wait_for(lambda: "Stopped by you." in last_answer(page), timeout=30)
-            wait_for(lambda: "Stopped by you." in last_answer(other), timeout=30)
-    [record] = load_records(tmp_path / "data" / "history.sqlite3")
+    with browser_page(service.url, screenshot=shot("follow-stop-elsewhere")) as page:
+        send(page, question)
+        wait_for(lambda: words(page) >= 3 and "/thread/" in page.url, timeout=30)
+        other = open_on_the_other_process(page, service.url, question)
+        wait_for(lambda: words(other) >= 1, timeout=30)  # it follows
+        other.locator("#stop-button").click(timeout=20_000)
+        wait_for(lambda: "Stopped by you." in last_answer(page), timeout=30)
+        wait_for(lambda: "Stopped by you." in last_answer(other), timeout=30)
+    [record] = [r for r in load_records(history) if r["question"] == question]
     assert record["outcome"] == "stopped" and 3 <= len(record["answer"].split()) < 120
 
 

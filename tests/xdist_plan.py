@@ -1,0 +1,76 @@
+"""How the suite spreads over both cores (`./run_tests.sh -n 2 --dist loadfile`, what CI runs).
+
+Each file runs whole on one worker (its module fixtures start once), as xdist's loadfile does, with two
+changes, both to spend less of the two cores on starting things and to end together:
+- The files on the session's real vLLM (conftest.vllm_server) form one unit on one worker, so that
+  server starts once in the run, not once per worker.
+- The heaviest units go first: xdist would order units by their number of tests, which starts the
+  slowest file (a dozen real vLLM starts) last and leaves one worker idle at the end.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+# The files whose tests use conftest.vllm_server, and their shared unit; `missing` keeps the list whole.
+ON_THE_SESSION_VLLM = "files on the session's vLLM"
+SESSION_VLLM_FILES = frozenset(
+    {
+        "test_accuracy_run.py",
+        "test_booth_page.py",
+        "test_chat_client.py",
+        "test_chat_page.py",
+        "test_compare_page.py",
+        "test_engine_metrics.py",
+        "test_live_follow.py",
+        "test_qa_browser.py",
+        "test_qa_records.py",
+        "test_self_test.py",
+        "test_soak.py",
+        "test_supervisor.py",
+    }
+)
+
+# Files in the order they start, heaviest first (seconds of the two cores each, docs/guide.md);
+# files not named follow in their usual order.
+HEAVIEST_FIRST = (
+    "test_start_service.py",
+    ON_THE_SESSION_VLLM,
+    "test_bench_interrupt.py",
+    "test_replay.py",
+    "test_user_commands_key.py",
+    "test_cpu_host.py",
+    "test_supervision.py",
+)
+
+
+def file_of(nodeid: str) -> str:
+    return PurePosixPath(nodeid.split("::", 1)[0]).name
+
+
+def unit_of(nodeid: str) -> str:
+    """The scheduling unit of a test: its file, or the shared unit of the session vLLM's files."""
+    file = file_of(nodeid)
+    return ON_THE_SESSION_VLLM if file in SESSION_VLLM_FILES else file
+
+
+def rank(nodeid: str) -> int:
+    unit = unit_of(nodeid)
+    return HEAVIEST_FIRST.index(unit) if unit in HEAVIEST_FIRST else len(HEAVIEST_FIRST)
+
+
+def missing(items: list) -> set[str]:
+    """Files with a test on the session vLLM that SESSION_VLLM_FILES does not name."""
+    return {file_of(i.nodeid) for i in items if "vllm_server" in i.fixturenames} - SESSION_VLLM_FILES
+
+
+def make_scheduler(config, log):
+    """xdist's loadfile scheduling over our units, in the order the workers collected them (`rank`)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False  # keep our order, not "most tests first"
+    return ByUnit(config, log)
