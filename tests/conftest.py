@@ -28,6 +28,10 @@ for _name in [n for n in os.environ if n.startswith("RCHAT_")]:
     del os.environ[_name]
 
 
+# On both cores (tests/xdist_plan.py), each worker's vLLM servers compute on a core of their own.
+os.environ.update(xdist_plan.core_env(os.environ.get("PYTEST_XDIST_WORKER", ""), sorted(os.sched_getaffinity(0))))
+
+
 # What a test that starts a real vLLM sets unless compiling is what it tests: an eager start is about 15 s
 # shorter on a 2-core CPU host. The compiled start, the default on a CPU, runs in test_start_service
 # (a restart loads it from the cache) and test_kernel_check (the defaults against float32).
