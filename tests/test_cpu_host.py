@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +10,6 @@ import pytest
 
 from backend.engine import cpu_host
 from backend.engine.vllm_command import build_argv, build_env, build_launch, dtype_reason
-from backend.server import self_test
-from backend.server.supervisor import VLLMServer
 from tests.conftest import make_settings
 
 RECORDED = Path(__file__).parent / "cpuinfo"
@@ -110,18 +107,7 @@ def test_every_core_only_when_asked_and_there_are_two() -> None:
     assert cpu_host.cores_to_bind(True, [5]) == []  # one CPU: nothing to bind
 
 
-@pytest.mark.server
-def test_on_every_core_the_real_server_binds_them_all_and_answers_right(tmp_path: Path) -> None:
-    """RCHAT_CPU_ALL_CORES on this machine: vLLM's log shows its threads on every CPU we may use, with
-    Intel OpenMP preloaded, and the self-test's known answers still come back right."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        pytest.skip("one CPU: nothing to bind")
-    with VLLMServer(make_settings(tmp_path, device="cpu", cpu_all_cores=True, enforce_eager=True)) as server:
-        assert "libiomp5.so" in server.launch.env["LD_PRELOAD"]
-        check = self_test.ask(server.url, server.api_key, server.settings.resolved_served_name)
-        assert check.ok, check.problem
-        assert f"core ids={cpus}" in server.log_path.read_text()
+# The real server on every core: tests/test_supervisor.py (one start, shared with the stop test).
 
 
 def test_intel_openmp_is_preloaded_only_when_asked(tmp_path: Path) -> None:

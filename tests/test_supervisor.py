@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 
 from backend.engine.vllm_command import LaunchSpec
 from backend.errors import ModelNotUsable, PortBusy, ServerExited
-from backend.server import processes
+from backend.server import processes, self_test
 from backend.server.supervisor import VLLMServer
 from tests.conftest import CLEAR_QUESTION, make_settings
 
@@ -97,10 +98,19 @@ def test_a_missing_model_path_is_refused_before_launch(tmp_path) -> None:
 
 
 @pytest.mark.server
-def test_stop_leaves_no_process_and_a_free_port_and_is_idempotent(tmp_path) -> None:
-    s = make_settings(tmp_path, enforce_eager=True)
+def test_on_every_core_the_server_answers_right_and_its_stop_leaves_nothing_and_is_idempotent(tmp_path) -> None:
+    """One real start for two things (each start costs about half a minute of the CPU here):
+    RCHAT_CPU_ALL_CORES binds vLLM's threads to every CPU we may use, with Intel OpenMP preloaded, and
+    the self-test's known answers still come back right; then stop leaves no process and a free port."""
+    cpus = sorted(os.sched_getaffinity(0))
+    s = make_settings(tmp_path, device="cpu", cpu_all_cores=True, enforce_eager=True)
     server = VLLMServer(s)
     with server:
+        if len(cpus) >= 2:  # one CPU: nothing to bind
+            assert "libiomp5.so" in server.launch.env["LD_PRELOAD"]
+            assert f"core ids={cpus}" in server.log_path.read_text()
+        check = self_test.ask(server.url, server.api_key, server.settings.resolved_served_name)
+        assert check.ok, check.problem
         pgid = server.proc.pid
         members = processes.group_members(pgid)
         assert any("EngineCore" in " ".join(p.cmdline()) or "EngineCore" in p.name() for p in members)

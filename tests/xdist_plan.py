@@ -42,7 +42,6 @@ HEAVIEST_FIRST = (
     "test_bench_interrupt.py",
     "test_replay.py",
     "test_user_commands_key.py",
-    "test_cpu_host.py",
     "test_supervision.py",
 )
 
