@@ -66,6 +66,20 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer
 
 
 @pytest.fixture(scope="session")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One real launcher (`python -m backend serve`: vLLM under it, publishing its engine facts and its
+    key for the user's commands, no page) on defaults, shared by the tests that need one; yields the
+    environment that points a page or the CLI at it. Eager, as vllm_server."""
+    from tests.harness_cli import start_launcher
+
+    launcher, env = start_launcher(tmp_path_factory.mktemp("launched"))
+    try:
+        yield env
+    finally:
+        processes.stop_group(launcher, grace=30)
+
+
+@pytest.fixture(scope="session")
 def fake_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The fake OpenAI-compatible server of tests/fake_openai_server.py (see its docstring for why)."""
     port = free_port()
@@ -85,7 +99,7 @@ def fake_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep tests/xdist_plan.py's list whole; on xdist's workers, put the heaviest units first."""
     if unlisted := xdist_plan.missing(items):
-        raise pytest.UsageError(f"tests/xdist_plan.py: add {sorted(unlisted)} to SESSION_VLLM_FILES")
+        raise pytest.UsageError(f"tests/xdist_plan.py: add to SHARED {sorted(unlisted)}")
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: xdist_plan.rank(item.nodeid))  # stable: the rest keep their order
 

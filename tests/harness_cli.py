@@ -1,6 +1,7 @@
 """The backend's command line as a user runs it, for the tests: a command in a second terminal
 (`backend_cli`: `replay`, `qa run`, `user add`, `export`), a one-question file of the answer key,
-and the launcher with several page processes behind HAProxy (`BalancedService`).
+the launcher without a page (`start_launcher`) and with several page processes behind HAProxy
+(`BalancedService`).
 
 A command gets exactly the environment it is given (plus a plain PATH), never this process's, so
 that no RCHAT_ setting of the machine running the tests leaks into it.
@@ -21,8 +22,10 @@ from pathlib import Path
 import psutil
 
 from backend.answers.grading.question_set import QUESTIONS_FILE
+from backend.server import processes
+from backend.server_status import read_status
 from backend.settings import PAGE_REPLICA_ENV, PROJECT_ROOT
-from tests.conftest import free_ports
+from tests.conftest import EAGER, free_ports
 
 PLAIN_PATH = "/usr/bin:/bin"
 KEYED = "Which number is bigger, 9.11 or 9.8?"  # in the answer key; the fake server answers it 9.8
@@ -82,6 +85,35 @@ def add_user(data_dir: Path, name: str, password: str) -> None:
         {"RCHAT_DATA_DIR": str(data_dir)}, "user", "add", name, "--password-stdin", stdin=password + "\n"
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def start_launcher(log_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
+    """`python -m backend serve` (the launcher and its vLLM, no page) on defaults, RCHAT_API_KEY unset as
+    a user has it, vLLM eager; returns it once ready, with the environment that points a page or the CLI at it."""
+    ui_port, vllm_port = free_ports(2)
+    env = {
+        "RCHAT_UI_PORT": str(ui_port),
+        "RCHAT_VLLM_PORT": str(vllm_port),
+        "RCHAT_LOG_DIR": str(log_dir),
+        "RCHAT_DATA_DIR": str(log_dir / "data"),
+        "RCHAT_STARTUP_TIMEOUT": "1800",  # a shared 2-core machine has taken over 600 s to start vLLM
+        **EAGER,
+    }
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
+    launcher = processes.spawn_group(
+        [sys.executable, "-m", "backend", "serve"],
+        env={**clean, **env},
+        log_path=log_dir / "serve.out",
+        cwd=PROJECT_ROOT,
+    )
+    status_path = log_dir / f"backend-status-{ui_port}.json"
+    deadline = time.monotonic() + 1900
+    while (status := read_status(status_path)) is None or status.state != "ready":
+        if launcher.poll() is not None or time.monotonic() > deadline:
+            processes.stop_group(launcher, grace=30)
+            raise AssertionError((log_dir / "serve.out").read_text()[-3000:])
+        time.sleep(1)
+    return launcher, {**clean, **env}
 
 
 class BalancedService:

@@ -10,7 +10,6 @@ import asyncio
 import copy
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,10 +27,8 @@ from backend.page.settings_panel import settings_widgets
 from backend.qa.export import load_records
 from backend.qa.replay import NotReplayable, engine_differences, replay, replay_request
 from backend.qa.replay_report import word_diff
-from backend.server import processes
-from backend.server_status import BackendStatus, read_status, write_status
-from backend.settings import PROJECT_ROOT
-from tests.conftest import EAGER, free_ports, make_settings
+from backend.server_status import BackendStatus, key_file, write_status
+from tests.conftest import make_settings
 from tests.harness_cli import replay_cli
 from tests.ui_harness import chainlit_app
 
@@ -171,38 +168,12 @@ def test_the_word_diff_shows_where_two_answers_part() -> None:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[dict[str, str]]:
-    """`python -m backend serve` (vLLM under the launcher, no page); yields the RCHAT_* variables that
-    point a page or the CLI at it. The page then samples (temperature 0.7) with the seed left empty."""
-    log_dir = tmp_path_factory.mktemp("replay")
-    ui_port, vllm_port = free_ports(2)
-    env = {
-        "RCHAT_UI_PORT": str(ui_port),
-        "RCHAT_VLLM_PORT": str(vllm_port),
-        "RCHAT_LOG_DIR": str(log_dir),
-        "RCHAT_DATA_DIR": str(log_dir / "data"),
-        "RCHAT_API_KEY": "rchat-replay-test",
-        "RCHAT_DEFAULT_TEMPERATURE": "0.7",
-        "RCHAT_DEFAULT_MAX_TOKENS": "48",
-        "RCHAT_STARTUP_TIMEOUT": "1800",
-        **EAGER,  # replaying is the same either way; the compiled start is tested in test_start_service
-    }  # a shared 2-core machine has taken over 600 s to start vLLM
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
-    launcher = processes.spawn_group(
-        [sys.executable, "-m", "backend", "serve"],
-        env={**clean, **env},
-        log_path=log_dir / "serve.out",
-        cwd=PROJECT_ROOT,
-    )
-    status_path = log_dir / f"backend-status-{env['RCHAT_UI_PORT']}.json"
-    try:
-        deadline = time.monotonic() + 1900
-        while (status := read_status(status_path)) is None or status.state != "ready":
-            assert launcher.poll() is None and time.monotonic() < deadline, (log_dir / "serve.out").read_text()[-3000:]
-            time.sleep(1)
-        yield env
-    finally:
-        processes.stop_group(launcher, grace=30)
+def served(launched: dict[str, str]) -> dict[str, str]:
+    """The session's launcher (conftest.launched), with its key and a page that samples (temperature
+    0.7) with the seed left empty; the RCHAT_* variables that point a page or the CLI at it."""
+    status = Path(launched["RCHAT_LOG_DIR"]) / f"backend-status-{launched['RCHAT_UI_PORT']}.json"
+    key = json.loads(key_file(status).read_text())["key"]
+    return {**launched, "RCHAT_API_KEY": key, "RCHAT_DEFAULT_TEMPERATURE": "0.7", "RCHAT_DEFAULT_MAX_TOKENS": "48"}
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from backend.errors import NOTICE_MARK
 from backend.qa.export import load_records
 from backend.qa.history_db import prepare
 from backend.server import compile_cache, processes
-from backend.server_status import read_status
+from backend.server_status import key_file, read_status
 from backend.settings import PROJECT_ROOT
 from tests.conftest import EAGER, free_ports
 
@@ -124,6 +124,8 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
         ]
         assert not installed, installed  # a second run installs, converts and copies nothing
         assert "CPU threads: vLLM's own" in service.output  # the start-up says how vLLM computes (default)
+        key = key_file(tmp_path / f"backend-status-{service.ui_port}.json")  # for the user's own commands
+        assert key.exists()
         os.kill(service.proc.pid, sig)
         # After SIGKILL the launcher cannot clean up: the watchdog and parent-death signal must.
         left = _all_gone(spawned, timeout=60)
@@ -133,6 +135,7 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
         if sig != signal.SIGKILL:
             assert service.proc.wait(timeout=30) == 128 + sig
             assert "all stopped" in service.output
+            assert not key.exists()  # the stopped launcher took its key with it
     if sig == signal.SIGKILL:  # the hardest case for the clean-up
         _starts_again_on_the_same_ports_for_a_qa_session(tmp_path / "again", service)
 

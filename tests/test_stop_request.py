@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -40,9 +41,24 @@ def test_a_signal_is_held_until_released_and_nohup_is_kept() -> None:
     assert done.stdout.split() == [str(int(signal.SIGTERM)), "True", "True", "True"], done.stdout
 
 
+def wait_for_our_handlers(pid: int, timeout: float = 60) -> None:
+    """Until backend/__main__.py has installed StopRequest, which the CLI's imports follow. It takes
+    SIGTERM, which Python alone does not; a fixed delay could land before the interpreter itself is
+    up (a loaded machine took over 0.2 s), where no program's code has run yet."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        caught = next(
+            line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigCgt")
+        )
+        if int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.005)
+    raise AssertionError("the command never installed its signal handlers")
+
+
 def ctrl_c_at_once(*args: str, env: dict[str, str]) -> tuple[int, str]:
-    """`python -m backend ARGS` from a terminal, with Ctrl-C (SIGINT to its group) 0.2 s after it starts,
-    while it imports: its exit status and what it printed."""
+    """`python -m backend ARGS` from a terminal, with Ctrl-C (SIGINT to its group) while it imports the
+    CLI: its exit status and what it printed."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "backend", *args],
         cwd=PROJECT_ROOT,
@@ -53,7 +69,9 @@ def ctrl_c_at_once(*args: str, env: dict[str, str]) -> tuple[int, str]:
         start_new_session=True,
         preexec_fn=ctrl_c_as_in_a_terminal,
     )
-    time.sleep(0.2)
+    wait_for_our_handlers(proc.pid)
+    # Still in the imports: the CLI's settings (pydantic, a compiled library) are not loaded yet.
+    assert "_pydantic_core" not in Path(f"/proc/{proc.pid}/maps").read_text(), "the imports were over"
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=60)
     return proc.returncode, output

@@ -12,17 +12,14 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from backend.cli import _asking_settings
 from backend.qa.export import load_records
-from backend.server import processes
-from backend.server_status import commands_api_key, key_file, read_status, remove_key, write_key
-from backend.settings import PROJECT_ROOT
-from tests.conftest import EAGER, free_ports, make_settings
+from backend.server_status import commands_api_key, key_file, remove_key, write_key
+from tests.conftest import make_settings
 from tests.harness_cli import one_question, qa_run_cli, replay_cli
 
 
@@ -101,54 +98,29 @@ def test_the_cli_asks_with_the_running_apps_key(tmp_path: Path) -> None:
 # --- the user's path, on the real server -----------------------------------------------------------------------
 
 
-def start_launcher(log_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
-    """`python -m backend serve` (the launcher, without the page) on defaults, RCHAT_API_KEY unset; vLLM eager."""
-    ui_port, vllm_port = free_ports(2)
-    env = {
-        "RCHAT_UI_PORT": str(ui_port),
-        "RCHAT_VLLM_PORT": str(vllm_port),
-        "RCHAT_LOG_DIR": str(log_dir),
-        "RCHAT_DATA_DIR": str(log_dir / "data"),
-        "RCHAT_STARTUP_TIMEOUT": "1800",
-        **EAGER,
-    }
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("RCHAT_")}
-    launcher = processes.spawn_group(
-        [sys.executable, "-m", "backend", "serve"],
-        env={**clean, **env},
-        log_path=log_dir / "serve.out",
-        cwd=PROJECT_ROOT,
-    )
-    status_path = log_dir / f"backend-status-{ui_port}.json"
-    deadline = time.monotonic() + 1900
-    while (status := read_status(status_path)) is None or status.state != "ready":
-        assert launcher.poll() is None and time.monotonic() < deadline, (log_dir / "serve.out").read_text()[-3000:]
-        time.sleep(1)
-    return launcher, {**clean, **env}
-
-
 @pytest.mark.server
 @pytest.mark.timeout(2400)  # a shared 2-core machine has taken over 600 s to start vLLM
-def test_qa_run_and_replay_work_beside_a_running_app_without_rchat_api_key(tmp_path: Path) -> None:
-    launcher, env = start_launcher(tmp_path)
-    path = key_file(tmp_path / f"backend-status-{env['RCHAT_UI_PORT']}.json")
-    try:
-        key = json.loads(path.read_text())["key"]
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600 and key
-        assert key not in (tmp_path / "serve.out").read_text()  # never in the launcher's log
-        assert not any(key in p.read_text(errors="replace") for p in tmp_path.rglob("*.log"))
-        questions, results = one_question(tmp_path), tmp_path / "results"
-        done = qa_run_cli(env, questions, results, "--parallel", "1", "--max-tokens", "8", samples=1)
-        said = done.stdout + done.stderr
-        assert done.returncode == 0 and "API key" not in said and "1 answer(s) stored" in said, said
-        [record] = load_records(tmp_path / "data" / "history.sqlite3")
-        assert record["answer"].strip(), record
-        again = replay_cli(env, record["answer_id"])
-        said = again.stdout + again.stderr
-        assert again.returncode in (0, 1) and "API key" not in said, said  # identical or different, but replayed
-        assert f"Replay of answer {record['answer_id']}" in again.stdout
-        wrong = qa_run_cli({**env, "RCHAT_API_KEY": "not-the-key"}, questions, results, samples=1)
-        assert wrong.returncode == 2 and "refused the API key" in wrong.stderr, wrong.stderr  # set, it wins
-    finally:
-        processes.stop_group(launcher, grace=30)
-    assert not path.exists()  # the stopped launcher took its key with it
+def test_qa_run_and_replay_work_beside_a_running_app_without_rchat_api_key(
+    launched: dict[str, str], tmp_path: Path
+) -> None:
+    """The session's launcher (conftest.launched) runs on defaults, RCHAT_API_KEY unset. That a stopped
+    launcher takes its key file with it is checked where a launcher is stopped: test_start_service."""
+    log_dir = Path(launched["RCHAT_LOG_DIR"])
+    path = key_file(log_dir / f"backend-status-{launched['RCHAT_UI_PORT']}.json")
+    env = {**launched, "RCHAT_DATA_DIR": str(tmp_path / "data")}  # this test's own history
+    key = json.loads(path.read_text())["key"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and key
+    assert key not in (log_dir / "serve.out").read_text()  # never in the launcher's log
+    assert not any(key in p.read_text(errors="replace") for p in log_dir.rglob("*.log"))
+    questions, results = one_question(tmp_path), tmp_path / "results"
+    done = qa_run_cli(env, questions, results, "--parallel", "1", "--max-tokens", "8", samples=1)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "API key" not in said and "1 answer(s) stored" in said, said
+    [record] = load_records(tmp_path / "data" / "history.sqlite3")
+    assert record["answer"].strip(), record
+    again = replay_cli(env, record["answer_id"])
+    said = again.stdout + again.stderr
+    assert again.returncode in (0, 1) and "API key" not in said, said  # identical or different, but replayed
+    assert f"Replay of answer {record['answer_id']}" in again.stdout
+    wrong = qa_run_cli({**env, "RCHAT_API_KEY": "not-the-key"}, questions, results, samples=1)
+    assert wrong.returncode == 2 and "refused the API key" in wrong.stderr, wrong.stderr  # set, it wins

@@ -2,8 +2,8 @@
 
 Each file runs whole on one worker (its module fixtures start once), as xdist's loadfile does, with two
 changes, both to spend less of the two cores on starting things and to end together, and one core each:
-- The files on the session's real vLLM (conftest.vllm_server) form one unit on one worker, so that
-  server starts once in the run, not once per worker.
+- The files on a session fixture with a real vLLM (conftest.vllm_server, conftest.launched) form one
+  unit on one worker, so that its server starts once in the run, not once per worker.
 - The heaviest units go first: xdist would order units by their number of tests, which starts the
   slowest file (a dozen real vLLM starts) last and leaves one worker idle at the end.
 - Each worker's vLLM servers compute on a core of their own (`core_env`). By default vLLM binds its
@@ -15,35 +15,30 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-# The files whose tests use conftest.vllm_server, and their shared unit; `missing` keeps the list whole.
-ON_THE_SESSION_VLLM = "files on the session's vLLM"
-SESSION_VLLM_FILES = frozenset(
-    {
-        "test_accuracy_run.py",
-        "test_booth_page.py",
-        "test_chat_client.py",
-        "test_chat_page.py",
-        "test_compare_page.py",
-        "test_engine_metrics.py",
-        "test_live_follow.py",
-        "test_qa_browser.py",
-        "test_qa_records.py",
-        "test_self_test.py",
-        "test_soak.py",
-        "test_supervisor.py",
-    }
-)
+# Each session fixture that starts a real vLLM, and the files whose tests use it: one unit each, named
+# for the fixture. `missing` keeps the lists whole.
+SHARED = {
+    "vllm_server": frozenset(
+        {
+            "test_accuracy_run.py",
+            "test_booth_page.py",
+            "test_chat_client.py",
+            "test_chat_page.py",
+            "test_compare_page.py",
+            "test_engine_metrics.py",
+            "test_live_follow.py",
+            "test_qa_browser.py",
+            "test_qa_records.py",
+            "test_self_test.py",
+            "test_soak.py",
+            "test_supervisor.py",
+        }
+    ),
+    "launched": frozenset({"test_replay.py", "test_user_commands_key.py"}),
+}
 
-# Files in the order they start, heaviest first (seconds of the two cores each, docs/guide.md);
-# files not named follow in their usual order.
-HEAVIEST_FIRST = (
-    "test_start_service.py",
-    ON_THE_SESSION_VLLM,
-    "test_bench_interrupt.py",
-    "test_replay.py",
-    "test_user_commands_key.py",
-    "test_supervision.py",
-)
+# Units in the order they start, heaviest first; files not named follow in their usual order.
+HEAVIEST_FIRST = ("test_start_service.py", "vllm_server", "launched", "test_bench_interrupt.py", "test_supervision.py")
 
 
 def core_env(worker: str, cpus: list[int]) -> dict[str, str]:
@@ -58,9 +53,9 @@ def file_of(nodeid: str) -> str:
 
 
 def unit_of(nodeid: str) -> str:
-    """The scheduling unit of a test: its file, or the shared unit of the session vLLM's files."""
+    """The scheduling unit of a test: its file, or the unit of the session fixture its file uses."""
     file = file_of(nodeid)
-    return ON_THE_SESSION_VLLM if file in SESSION_VLLM_FILES else file
+    return next((fixture for fixture, files in SHARED.items() if file in files), file)
 
 
 def rank(nodeid: str) -> int:
@@ -69,8 +64,13 @@ def rank(nodeid: str) -> int:
 
 
 def missing(items: list) -> set[str]:
-    """Files with a test on the session vLLM that SESSION_VLLM_FILES does not name."""
-    return {file_of(i.nodeid) for i in items if "vllm_server" in i.fixturenames} - SESSION_VLLM_FILES
+    """ "fixture: file" for each file with a test on a shared fixture that SHARED does not list under it."""
+    return {
+        f"{fixture}: {file_of(i.nodeid)}"
+        for i in items
+        for fixture, files in SHARED.items()
+        if fixture in i.fixturenames and file_of(i.nodeid) not in files
+    }
 
 
 def make_scheduler(config, log):
