@@ -29,7 +29,13 @@ for _name in [n for n in os.environ if n.startswith("RCHAT_")]:
 
 
 # On both cores (tests/xdist_plan.py), each worker's vLLM servers compute on a core of their own.
-os.environ.update(xdist_plan.core_env(os.environ.get("PYTEST_XDIST_WORKER", ""), sorted(os.sched_getaffinity(0))))
+os.environ.update(
+    xdist_plan.core_env(
+        os.environ.get("PYTEST_XDIST_WORKER", ""),
+        int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
+        sorted(os.sched_getaffinity(0)),
+    )
+)
 
 
 # What a test that starts a real vLLM sets unless compiling is what it tests: an eager start is about 15 s

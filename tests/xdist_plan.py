@@ -1,12 +1,16 @@
-"""How the suite spreads over both cores (`./run_tests.sh -n 2 --dist loadfile`, what CI runs).
+"""How the suite spreads over the cores: `./run_tests.sh` (what CI runs) starts two pytest-xdist workers.
 
-Each file runs whole on one worker (its module fixtures start once), as xdist's loadfile does, with two
-changes, both to spend less of the two cores on starting things and to end together, and one core each:
+Two: the suite keeps both cores of the 2-core CI host busy nearly all the run, and a third worker was no
+faster there (docs/guide.md has the runs), while its vLLM servers shared a core with another worker's.
+Each file runs whole on one worker (its module fixtures start once), as xdist's loadfile does, with three
+changes, to spend less of the cores on starting things, to end together, and to keep vLLM off the
+other workers' core:
 - The files on a session fixture with a real vLLM (conftest.vllm_server, conftest.launched) form one
   unit on one worker, so that its server starts once in the run, not once per worker.
 - The heaviest units go first: xdist would order units by their number of tests, which starts the
-  slowest file (a dozen real vLLM starts) last and leaves one worker idle at the end.
-- Each worker's vLLM servers compute on a core of their own (`core_env`). By default vLLM binds its
+  slowest file (a dozen real vLLM starts) last and leaves one worker idle at the end. That file's
+  tests are units of their own (each starts its own service), so it no longer runs on one worker.
+- Each worker's vLLM servers compute on CPUs of their own (`core_env`). By default vLLM binds its
   compute thread to the first core, so two workers' servers took turns on it while the other core
   waited: two servers each streaming 600 tokens took 52-60 s, against 38-43 s on a core each.
 """
@@ -37,15 +41,32 @@ SHARED = {
     "launched": frozenset({"test_replay.py", "test_user_commands_key.py"}),
 }
 
-# Units in the order they start, heaviest first; files not named follow in their usual order.
-HEAVIEST_FIRST = ("test_start_service.py", "vllm_server", "launched", "test_bench_interrupt.py", "test_supervision.py")
+# Files whose tests are units of their own: each starts its own vLLM (start_service.sh), and together they
+# are a quarter of the suite's work, too long for one worker to carry while the other ends early.
+ONE_UNIT_PER_TEST = frozenset({"test_start_service.py"})
+
+# Units in the order they start, heaviest first (a unit starting with one of these); the rest follow in
+# their usual order.
+HEAVIEST_FIRST = (
+    "test_start_service.py::test_signal_to_start_script_leaves_nothing_running[SIGKILL-ready]",
+    "vllm_server",
+    "test_start_service.py::test_a_crashed_vllm",
+    "test_start_service.py::test_a_killed_page",
+    "launched",
+    "test_bench_interrupt.py",
+    "test_start_service.py",
+    "test_supervision.py",
+)
 
 
-def core_env(worker: str, cpus: list[int]) -> dict[str, str]:
-    """vLLM's thread binding for xdist worker `worker` ("gw1"): one core of `cpus` each, in turn."""
+def core_env(worker: str, workers: int, cpus: list[int]) -> dict[str, str]:
+    """vLLM's thread binding for xdist worker `worker` ("gw1") of `workers`: CPUs of its own, as many as
+    there are for each (one each when there are fewer CPUs than workers, in turn)."""
     if not worker.startswith("gw") or len(cpus) < 2:
         return {}
-    return {"VLLM_CPU_OMP_THREADS_BIND": str(cpus[int(worker[2:]) % len(cpus)]), "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+    index = int(worker[2:])
+    mine = cpus[index::workers] if workers <= len(cpus) else [cpus[index % len(cpus)]]
+    return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(map(str, mine)), "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
 
 
 def file_of(nodeid: str) -> str:
@@ -53,14 +74,16 @@ def file_of(nodeid: str) -> str:
 
 
 def unit_of(nodeid: str) -> str:
-    """The scheduling unit of a test: its file, or the unit of the session fixture its file uses."""
+    """The scheduling unit of a test: its file, the unit of the session fixture its file uses, or itself."""
     file = file_of(nodeid)
+    if file in ONE_UNIT_PER_TEST:
+        return f"{file}::{nodeid.split('::', 1)[1]}"
     return next((fixture for fixture, files in SHARED.items() if file in files), file)
 
 
 def rank(nodeid: str) -> int:
     unit = unit_of(nodeid)
-    return HEAVIEST_FIRST.index(unit) if unit in HEAVIEST_FIRST else len(HEAVIEST_FIRST)
+    return next((i for i, first in enumerate(HEAVIEST_FIRST) if unit.startswith(first)), len(HEAVIEST_FIRST))
 
 
 def missing(items: list) -> set[str]:
