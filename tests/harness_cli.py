@@ -87,6 +87,11 @@ def add_user(data_dir: Path, name: str, password: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def status_file_of(env: dict[str, str]) -> Path:
+    """The launcher's status file (Settings.status_file) for the RCHAT_* variables in `env`; its key file is beside it."""
+    return Path(env["RCHAT_LOG_DIR"]) / f"backend-status-{env['RCHAT_UI_PORT']}.json"
+
+
 def start_launcher(log_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
     """`python -m backend serve` (the launcher and its vLLM, no page) on defaults, RCHAT_API_KEY unset as
     a user has it, vLLM eager; returns it once ready, with the environment that points a page or the CLI at it."""
@@ -106,9 +111,8 @@ def start_launcher(log_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
         log_path=log_dir / "serve.out",
         cwd=PROJECT_ROOT,
     )
-    status_path = log_dir / f"backend-status-{ui_port}.json"
     deadline = time.monotonic() + 1900
-    while (status := read_status(status_path)) is None or status.state != "ready":
+    while (status := read_status(status_file_of(env))) is None or status.state != "ready":
         if launcher.poll() is not None or time.monotonic() > deadline:
             processes.stop_group(launcher, grace=30)
             raise AssertionError((log_dir / "serve.out").read_text()[-3000:])

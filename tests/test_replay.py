@@ -29,7 +29,7 @@ from backend.qa.replay import NotReplayable, engine_differences, replay, replay_
 from backend.qa.replay_report import word_diff
 from backend.server_status import BackendStatus, key_file, write_status
 from tests.conftest import make_settings
-from tests.harness_cli import replay_cli
+from tests.harness_cli import replay_cli, status_file_of
 from tests.ui_harness import chainlit_app
 
 QUESTION = "Name three animals that live in the sea."
@@ -171,8 +171,7 @@ def test_the_word_diff_shows_where_two_answers_part() -> None:
 def served(launched: dict[str, str]) -> dict[str, str]:
     """The session's launcher (conftest.launched), with its key and a page that samples (temperature
     0.7) with the seed left empty; the RCHAT_* variables that point a page or the CLI at it."""
-    status = Path(launched["RCHAT_LOG_DIR"]) / f"backend-status-{launched['RCHAT_UI_PORT']}.json"
-    key = json.loads(key_file(status).read_text())["key"]
+    key = json.loads(key_file(status_file_of(launched)).read_text())["key"]
     return {**launched, "RCHAT_API_KEY": key, "RCHAT_DEFAULT_TEMPERATURE": "0.7", "RCHAT_DEFAULT_MAX_TOKENS": "48"}
 
 

@@ -20,7 +20,7 @@ from backend.cli import _asking_settings
 from backend.qa.export import load_records
 from backend.server_status import commands_api_key, key_file, remove_key, write_key
 from tests.conftest import make_settings
-from tests.harness_cli import one_question, qa_run_cli, replay_cli
+from tests.harness_cli import one_question, qa_run_cli, replay_cli, status_file_of
 
 
 def dead_pid() -> int:
@@ -106,7 +106,7 @@ def test_qa_run_and_replay_work_beside_a_running_app_without_rchat_api_key(
     """The session's launcher (conftest.launched) runs on defaults, RCHAT_API_KEY unset. That a stopped
     launcher takes its key file with it is checked where a launcher is stopped: test_start_service."""
     log_dir = Path(launched["RCHAT_LOG_DIR"])
-    path = key_file(log_dir / f"backend-status-{launched['RCHAT_UI_PORT']}.json")
+    path = key_file(status_file_of(launched))
     env = {**launched, "RCHAT_DATA_DIR": str(tmp_path / "data")}  # this test's own history
     key = json.loads(path.read_text())["key"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and key
