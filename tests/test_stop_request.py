@@ -15,6 +15,7 @@ import pytest
 from backend.settings import PROJECT_ROOT
 from tests.conftest import ctrl_c_as_in_a_terminal, free_ports
 from tests.harness_cli import PLAIN_PATH, BalancedService
+from tests.ui_harness import wait_for
 
 HELD = """
 import signal
@@ -41,19 +42,13 @@ def test_a_signal_is_held_until_released_and_nohup_is_kept() -> None:
     assert done.stdout.split() == [str(int(signal.SIGTERM)), "True", "True", "True"], done.stdout
 
 
-def wait_for_our_handlers(pid: int, timeout: float = 60) -> None:
-    """Until backend/__main__.py has installed StopRequest, which the CLI's imports follow. It takes
+def our_handlers_are_in(pid: int) -> bool:
+    """Whether backend/__main__.py has installed StopRequest, which the CLI's imports follow. It takes
     SIGTERM, which Python alone does not; a fixed delay could land before the interpreter itself is
     up (a loaded machine took over 0.2 s), where no program's code has run yet."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        caught = next(
-            line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigCgt")
-        )
-        if int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
-            return
-        time.sleep(0.005)
-    raise AssertionError("the command never installed its signal handlers")
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    caught = next(line for line in status if line.startswith("SigCgt"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
 
 
 def ctrl_c_at_once(*args: str, env: dict[str, str]) -> tuple[int, str]:
@@ -69,7 +64,7 @@ def ctrl_c_at_once(*args: str, env: dict[str, str]) -> tuple[int, str]:
         start_new_session=True,
         preexec_fn=ctrl_c_as_in_a_terminal,
     )
-    wait_for_our_handlers(proc.pid)
+    wait_for(lambda: our_handlers_are_in(proc.pid), timeout=60, every=0.005)
     # Still in the imports: the CLI's settings (pydantic, a compiled library) are not loaded yet.
     assert "_pydantic_core" not in Path(f"/proc/{proc.pid}/maps").read_text(), "the imports were over"
     proc.send_signal(signal.SIGINT)
