@@ -56,7 +56,8 @@ class RunningService:
         )
         self.lines: list[str] = []
         self.ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -67,6 +68,13 @@ class RunningService:
     @property
     def output(self) -> str:
         return "".join(self.lines)
+
+    def exit_code(self, timeout: float) -> int:
+        """The script's exit status once it has ended, with everything it printed read: its last lines
+        can still be in the pipe when it has exited."""
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=10)
+        return code
 
     def wait_ready(self, timeout: float = 600) -> None:
         assert self.ready.wait(timeout), f"never ready:\n{self.output}"
@@ -133,7 +141,7 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
         assert processes.port_is_free("127.0.0.1", service.vllm_port)
         assert processes.port_is_free("127.0.0.1", service.ui_port)
         if sig != signal.SIGKILL:
-            assert service.proc.wait(timeout=30) == 128 + sig
+            assert service.exit_code(timeout=30) == 128 + sig
             assert "all stopped" in service.output
             assert not key.exists()  # the stopped launcher took its key with it
     if sig == signal.SIGKILL:  # the hardest case for the clean-up
@@ -169,7 +177,7 @@ def _starts_again_on_the_same_ports_for_a_qa_session(folder, service: RunningSer
             assert done.returncode == 0, done.stderr
         spawned = again.descendants()  # Ctrl-C once the chat is up: everything stops, both ports free
         os.kill(again.proc.pid, signal.SIGINT)
-        assert again.proc.wait(timeout=60) == 128 + signal.SIGINT
+        assert again.exit_code(timeout=60) == 128 + signal.SIGINT
         assert not _all_gone(spawned, timeout=60), "a process outlived Ctrl-C"
         assert processes.port_is_free("127.0.0.1", again.vllm_port)
         assert processes.port_is_free("127.0.0.1", again.ui_port)
@@ -292,7 +300,7 @@ def test_a_killed_page_and_a_vllm_killed_twice_in_a_row_come_back_and_ctrl_c_mid
         _wait_for_new(service, "vllm.entrypoints", before)
         spawned = service.descendants()
         os.kill(service.proc.pid, signal.SIGINT)
-        assert service.proc.wait(timeout=60) == 128 + signal.SIGINT
+        assert service.exit_code(timeout=60) == 128 + signal.SIGINT
         assert not _all_gone(spawned, timeout=30)
         assert processes.port_is_free("127.0.0.1", service.vllm_port)
         assert processes.port_is_free("127.0.0.1", service.ui_port)
@@ -366,7 +374,7 @@ def test_a_crashed_vllm_is_restarted_and_repeated_crashes_are_given_up_on_with_t
         assert processes.port_is_free("127.0.0.1", service.vllm_port)
         spawned = service.descendants()
         os.kill(service.proc.pid, signal.SIGINT)
-        assert service.proc.wait(timeout=60) == 128 + signal.SIGINT
+        assert service.exit_code(timeout=60) == 128 + signal.SIGINT
         assert not _all_gone(spawned, timeout=30)
         assert processes.port_is_free("127.0.0.1", service.ui_port)
     # Starting again on the same ports is the SIGKILL test's (the hardest clean-up); here both ports
