@@ -50,8 +50,7 @@ ONE_UNIT_PER_TEST = frozenset({"test_start_service.py"})
 HEAVIEST_FIRST = (
     "test_start_service.py::test_signal_to_start_script_leaves_nothing_running[SIGKILL-ready]",
     "vllm_server",
-    "test_start_service.py::test_a_crashed_vllm",
-    "test_start_service.py::test_a_killed_page",
+    "test_start_service.py::test_every_crash",
     "launched",
     "test_bench_interrupt.py",
     "test_start_service.py",
