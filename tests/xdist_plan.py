@@ -5,8 +5,8 @@ faster there (docs/guide.md has the runs), while its vLLM servers shared a core 
 Each file runs whole on one worker (its module fixtures start once), as xdist's loadfile does, with three
 changes, to spend less of the cores on starting things, to end together, and to keep vLLM off the
 other workers' core:
-- The files on a session fixture with a real vLLM (conftest.vllm_server, conftest.launched) form one
-  unit on one worker, so that its server starts once in the run, not once per worker.
+- The files on the session's real vLLM (conftest.launched, and conftest.vllm_server, which reads the
+  same server) form one unit on one worker, so that its server starts once in the run, not once per worker.
 - The heaviest units go first: xdist would order units by their number of tests, which starts the
   slowest file (a dozen real vLLM starts) last and leaves one worker idle at the end. That file's
   tests are units of their own (each starts its own service), so it no longer runs on one worker.
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-# Each session fixture that starts a real vLLM, and the files whose tests use it: one unit each, named
-# for the fixture. `missing` keeps the lists whole.
+# Each session fixture that starts a real vLLM, and the files whose tests use it (conftest.vllm_server
+# reads `launched`'s server): one unit each, named for the fixture. `missing` keeps the lists whole.
 SHARED = {
-    "vllm_server": frozenset(
+    "launched": frozenset(
         {
             "test_accuracy_run.py",
             "test_booth_page.py",
@@ -33,12 +33,13 @@ SHARED = {
             "test_live_follow.py",
             "test_qa_browser.py",
             "test_qa_records.py",
+            "test_replay.py",
             "test_self_test.py",
             "test_soak.py",
             "test_supervisor.py",
+            "test_user_commands_key.py",
         }
     ),
-    "launched": frozenset({"test_replay.py", "test_user_commands_key.py"}),
 }
 
 # Files whose tests are units of their own: each starts its own vLLM (start_service.sh), and together they
@@ -49,9 +50,8 @@ ONE_UNIT_PER_TEST = frozenset({"test_start_service.py"})
 # their usual order.
 HEAVIEST_FIRST = (
     "test_start_service.py::test_signal_to_start_script_leaves_nothing_running[SIGKILL-ready]",
-    "vllm_server",
-    "test_start_service.py::test_every_crash",
     "launched",
+    "test_start_service.py::test_every_crash",
     "test_bench_interrupt.py",
     "test_start_service.py",
     "test_supervision.py",
