@@ -39,7 +39,7 @@ SHARED = {
             "test_supervisor.py",
             "test_user_commands_key.py",
         }
-    ),
+    )
 }
 
 # Files whose tests are units of their own: each starts its own vLLM (start_service.sh), and together they
