@@ -27,9 +27,9 @@ from backend.page.settings_panel import settings_widgets
 from backend.qa.export import load_records
 from backend.qa.replay import NotReplayable, engine_differences, replay, replay_request
 from backend.qa.replay_report import word_diff
-from backend.server_status import BackendStatus, key_file, write_status
-from tests.conftest import make_settings
-from tests.harness_cli import replay_cli, status_file_of
+from backend.server_status import BackendStatus, write_status
+from tests.conftest import SharedServer, make_settings
+from tests.harness_cli import replay_cli
 from tests.ui_harness import chainlit_app
 
 QUESTION = "Name three animals that live in the sea."
@@ -168,11 +168,15 @@ def test_the_word_diff_shows_where_two_answers_part() -> None:
 
 
 @pytest.fixture(scope="module")
-def served(launched: dict[str, str]) -> dict[str, str]:
+def served(launched: dict[str, str], vllm_server: SharedServer) -> dict[str, str]:
     """The session's launcher (conftest.launched), with its key and a page that samples (temperature
     0.7) with the seed left empty; the RCHAT_* variables that point a page or the CLI at it."""
-    key = json.loads(key_file(status_file_of(launched)).read_text())["key"]
-    return {**launched, "RCHAT_API_KEY": key, "RCHAT_DEFAULT_TEMPERATURE": "0.7", "RCHAT_DEFAULT_MAX_TOKENS": "48"}
+    return {
+        **launched,
+        "RCHAT_API_KEY": vllm_server.api_key,
+        "RCHAT_DEFAULT_TEMPERATURE": "0.7",
+        "RCHAT_DEFAULT_MAX_TOKENS": "48",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -186,20 +190,10 @@ def data_of(served: dict[str, str]) -> Path:
     return Path(served["RCHAT_DATA_DIR"]) / "history.sqlite3"
 
 
-def settings_of(served: dict[str, str]):
-    return make_settings(
-        Path(served["RCHAT_LOG_DIR"]),
-        ui_port=int(served["RCHAT_UI_PORT"]),
-        vllm_port=int(served["RCHAT_VLLM_PORT"]),
-        api_key=served["RCHAT_API_KEY"],
-        enforce_eager=True,  # as served (EAGER)
-    )
-
-
 @pytest.mark.server
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_a_sampled_answer_replays_identically_from_the_command_line(
-    sampling_app: str, served: dict[str, str]
+    sampling_app: str, served: dict[str, str], vllm_server: SharedServer
 ) -> None:
     async with ChainlitSession(sampling_app) as session:
         await session.ask(QUESTION)
@@ -210,7 +204,7 @@ async def test_a_sampled_answer_replays_identically_from_the_command_line(
     )
     assert stamp["request"]["messages"][-1] == {"role": "user", "content": QUESTION}
     engine = stamp["engine"]
-    launch = build_launch(settings_of(served), api_key="k")  # float32 or bfloat16, compiled or eager, by the host
+    launch = vllm_server.launch  # float32 or bfloat16, compiled or eager, by the host
     assert engine["source"] == "launcher" and engine["dtype"] == launch.dtype
     assert engine["enforce_eager"] is ("--enforce-eager" in launch.argv)
     assert engine["enable_chunked_prefill"] is False  # what lets a CPU engine take drawn seeds
@@ -244,9 +238,9 @@ async def test_the_replay_button_posts_the_match_under_the_answer(sampling_app: 
 @pytest.mark.server
 @pytest.mark.timeout(2400)  # the first one waits for vLLM: see RCHAT_STARTUP_TIMEOUT above
 async def test_a_greedy_answer_replays_identically_and_another_model_is_not_comparable(
-    sampling_app: str, served: dict[str, str]
+    sampling_app: str, served: dict[str, str], vllm_server: SharedServer
 ) -> None:
-    settings = settings_of(served)
+    settings = vllm_server.settings
     async with ChainlitSession(sampling_app) as session:
         await session.ask("What is the capital of France?")
     [record] = load_records(data_of(served), thread_id=session.thread_id)
