@@ -24,6 +24,7 @@ from backend.server import compile_cache, processes
 from backend.server_status import key_file, read_status
 from backend.settings import PROJECT_ROOT
 from tests.conftest import EAGER, free_ports
+from tests.harness_cli import status_file_of
 
 READY = "chat ready at"
 SLOW_START = 1500  # seconds one vLLM start may take on the shared 2-core machine with several other servers
@@ -54,6 +55,7 @@ class RunningService:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        self.status_file = status_file_of(env)  # the launcher's; its key file for the user's commands beside it
         self.lines: list[str] = []
         self.ready = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -132,7 +134,7 @@ def test_signal_to_start_script_leaves_nothing_running(tmp_path, sig: signal.Sig
         ]
         assert not installed, installed  # a second run installs, converts and copies nothing
         assert "CPU threads: vLLM's own" in service.output  # the start-up says how vLLM computes (default)
-        key = key_file(tmp_path / f"backend-status-{service.ui_port}.json")  # for the user's own commands
+        key = key_file(service.status_file)  # for the user's own commands
         assert key.exists()
         os.kill(service.proc.pid, sig)
         # After SIGKILL the launcher cannot clean up: the watchdog and parent-death signal must.
@@ -208,8 +210,8 @@ def compile_cache_files() -> set[str]:
 class PageWatcher:
     """Asks the page for / every 0.3 s from another thread, noting each miss and each published state."""
 
-    def __init__(self, service: RunningService, status_file) -> None:
-        self.url, self.status_file = f"http://127.0.0.1:{service.ui_port}/", status_file
+    def __init__(self, service: RunningService) -> None:
+        self.url, self.status_file = f"http://127.0.0.1:{service.ui_port}/", service.status_file
         self.misses: list[str] = []
         self.states: set[str] = set()
         self.watching = True
@@ -290,7 +292,7 @@ def test_every_crash_a_service_meets_in_a_row_and_ctrl_c_mid_restart_leave_its_u
 
         # vLLM killed in the middle of an answer: it ends with a message and keeps its text, on the page and
         # stored; the page answers HTTP from here to the end of the restarts.
-        watcher = PageWatcher(service, tmp_path / f"backend-status-{service.ui_port}.json")
+        watcher = PageWatcher(service)
         [shown], broken_thread = asyncio.run(_kill_mid_answer(url, service))
         assert "broke in the middle of the answer" in shown
         [stored] = load_records(db, thread_id=broken_thread)
