@@ -19,28 +19,27 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-# Each session fixture that starts a real vLLM, and the files whose tests use it (conftest.vllm_server
-# reads `launched`'s server): one unit each, named for the fixture. `missing` keeps the lists whole.
-SHARED = {
-    "launched": frozenset(
-        {
-            "test_accuracy_run.py",
-            "test_booth_page.py",
-            "test_chat_client.py",
-            "test_chat_page.py",
-            "test_compare_page.py",
-            "test_engine_metrics.py",
-            "test_live_follow.py",
-            "test_qa_browser.py",
-            "test_qa_records.py",
-            "test_replay.py",
-            "test_self_test.py",
-            "test_soak.py",
-            "test_supervisor.py",
-            "test_user_commands_key.py",
-        }
-    )
-}
+# The fixture that starts the session's real vLLM (conftest.vllm_server reads its server), and the
+# files whose tests use it: one unit, named for the fixture. `missing` keeps the list whole.
+SHARED_FIXTURE = "launched"
+SHARED_FILES = frozenset(
+    {
+        "test_accuracy_run.py",
+        "test_booth_page.py",
+        "test_chat_client.py",
+        "test_chat_page.py",
+        "test_compare_page.py",
+        "test_engine_metrics.py",
+        "test_live_follow.py",
+        "test_qa_browser.py",
+        "test_qa_records.py",
+        "test_replay.py",
+        "test_self_test.py",
+        "test_soak.py",
+        "test_supervisor.py",
+        "test_user_commands_key.py",
+    }
+)
 
 # Files whose tests are units of their own: each starts its own vLLM (start_service.sh), and together they
 # are a quarter of the suite's work, too long for one worker to carry while the other ends early.
@@ -50,7 +49,7 @@ ONE_UNIT_PER_TEST = frozenset({"test_start_service.py"})
 # their usual order.
 HEAVIEST_FIRST = (
     "test_start_service.py::test_signal_to_start_script_leaves_nothing_running[SIGKILL-ready]",
-    "launched",
+    SHARED_FIXTURE,
     "test_start_service.py::test_every_crash",
     "test_bench_interrupt.py",
     "test_start_service.py",
@@ -73,11 +72,11 @@ def file_of(nodeid: str) -> str:
 
 
 def unit_of(nodeid: str) -> str:
-    """The scheduling unit of a test: its file, the unit of the session fixture its file uses, or itself."""
+    """The scheduling unit of a test: its file, the shared unit of the session vLLM's files, or itself."""
     file = file_of(nodeid)
     if file in ONE_UNIT_PER_TEST:
         return f"{file}::{nodeid.split('::', 1)[1]}"
-    return next((fixture for fixture, files in SHARED.items() if file in files), file)
+    return SHARED_FIXTURE if file in SHARED_FILES else file
 
 
 def rank(nodeid: str) -> int:
@@ -86,13 +85,8 @@ def rank(nodeid: str) -> int:
 
 
 def missing(items: list) -> set[str]:
-    """ "fixture: file" for each file with a test on a shared fixture that SHARED does not list under it."""
-    return {
-        f"{fixture}: {file_of(i.nodeid)}"
-        for i in items
-        for fixture, files in SHARED.items()
-        if fixture in i.fixturenames and file_of(i.nodeid) not in files
-    }
+    """Files with a test on the session's vLLM that SHARED_FILES does not name."""
+    return {file_of(i.nodeid) for i in items if SHARED_FIXTURE in i.fixturenames} - SHARED_FILES
 
 
 def make_scheduler(config, log):
